@@ -1,0 +1,71 @@
+// The store's connection: an external PostgreSQL (DATABASE_URL) or the embedded one in the data dir.
+import pg from 'pg';
+import type { Config } from '../../common/config.ts';
+import type { Logger } from '../../common/logging.ts';
+import { startEmbedded, type EmbeddedServer } from './embedded.ts';
+
+export interface Database {
+  readonly pool: pg.Pool;
+  /** The URL the pool connects to (contains a password: never log it). */
+  readonly url: string;
+  readonly embedded?: EmbeddedServer;
+  /** Closes the pool, then stops the embedded server if this process started it. */
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  config: Pick<Config, 'databaseUrl' | 'dataDir'>;
+  log: Logger;
+  /** Name shown in pg_stat_activity. */
+  applicationName?: string;
+  poolSize?: number;
+  /** Settings for a newly started embedded server (tests turn fsync off). */
+  embeddedSettings?: Record<string, string>;
+}
+
+/** Replaces the database name in a PostgreSQL URL. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(database)}`;
+  return u.toString();
+}
+
+export async function openDatabase({ config, log, applicationName = 'blockfeed', poolSize = 10, embeddedSettings }: OpenOptions): Promise<Database> {
+  let embedded: EmbeddedServer | undefined;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbedded({ dataDir: config.dataDir, log, settings: embeddedSettings });
+    url = withDatabase(embedded.url, 'blockfeed');
+    await ensureDatabaseExists(embedded.url, 'blockfeed');
+  }
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000 });
+  // An idle client losing its connection (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', (err) => log.warn({ err: { message: err.message } }, 'idle database connection lost'));
+  let closing: Promise<void> | undefined;
+  return {
+    pool,
+    url,
+    embedded,
+    close: () =>
+      (closing ??= (async () => {
+        await pool.end();
+        await embedded?.stop();
+      })()),
+  };
+}
+
+/** Creates `name` on the server behind `maintenanceUrl` unless it exists (safe under concurrent callers). */
+export async function ensureDatabaseExists(maintenanceUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: maintenanceUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (!rowCount) {
+      await client.query(`create database ${client.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err; // created meanwhile by another process
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}

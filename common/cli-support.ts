@@ -1,0 +1,53 @@
+// What every long-running command needs: configuration, a logger, and an orderly stop on SIGTERM/SIGINT.
+import { InvalidArgumentError } from 'commander';
+import { loadConfig, type Config } from './config.ts';
+import { createLogger, type Logger } from './logging.ts';
+
+export interface CommandContext {
+  config: Config;
+  log: Logger;
+}
+
+export function commandContext(overrides: Partial<Config> = {}): CommandContext {
+  const config = loadConfig({ overrides });
+  const log = createLogger({ level: config.logLevel });
+  return { config, log };
+}
+
+/**
+ * Resolves on the first SIGTERM or SIGINT. A second signal while shutting down exits at once (the operator
+ * insists). Returns a function that removes the handlers.
+ */
+export function untilSignal(log: Logger): { signalled: Promise<NodeJS.Signals>; dispose: () => void } {
+  let resolve!: (s: NodeJS.Signals) => void;
+  const signalled = new Promise<NodeJS.Signals>((r) => (resolve = r));
+  let count = 0;
+  const handler = (signal: NodeJS.Signals) => {
+    count++;
+    if (count > 1) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(130);
+    }
+    log.info({ signal }, 'shutting down');
+    resolve(signal);
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+  return {
+    signalled,
+    dispose: () => {
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+    },
+  };
+}
+
+export function parseIntegerOption(name: string, min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^-?\d+$/.test(value.trim()) || n < min || n > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
+    }
+    return n;
+  };
+}

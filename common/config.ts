@@ -1,0 +1,127 @@
+// Configuration: one schema, three sources. Defaults < optional YAML file (BLOCKFEED_CONFIG) < environment.
+// An invalid value stops start-up with one line naming the variable and what it allows.
+import { readFileSync } from 'node:fs';
+import Type, { type Static, type TSchema } from 'typebox';
+import Value from 'typebox/value';
+import { parse as parseYaml } from 'yaml';
+import { describeAllowed, type JsonSchemaLike } from './schema-text.ts';
+import { UserError } from './errors.ts';
+
+const LogLevel = Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+  description: 'pino log level',
+  default: 'info',
+});
+
+/**
+ * Every setting, with the environment variable that sets it. Later capabilities add their settings here so
+ * there is one list to document and validate.
+ */
+export const ConfigSchema = Type.Object({
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, env: 'PORT', description: 'HTTP port of `serve`' }),
+  host: Type.String({ minLength: 1, default: '0.0.0.0', env: 'HOST', description: 'HTTP listen address' }),
+  databaseUrl: Type.Optional(
+    Type.String({
+      pattern: '^postgres(ql)?://',
+      env: 'DATABASE_URL',
+      description: 'PostgreSQL URL; unset = embedded PostgreSQL in the data dir',
+    }),
+  ),
+  dataDir: Type.String({
+    minLength: 1,
+    default: './.blockfeed',
+    env: 'BLOCKFEED_DATA_DIR',
+    description: 'directory of the embedded PostgreSQL and local state',
+  }),
+  logLevel: { ...LogLevel, env: 'LOG_LEVEL' },
+  shutdownGraceSeconds: Type.Integer({
+    minimum: 0,
+    maximum: 600,
+    default: 10,
+    env: 'BLOCKFEED_SHUTDOWN_GRACE_SECONDS',
+    description: 'how long SIGTERM waits for in-flight requests',
+  }),
+});
+export type Config = Static<typeof ConfigSchema>;
+
+interface SettingSchema extends JsonSchemaLike {
+  env: string;
+  default?: unknown;
+}
+
+function settings(): [key: string, schema: SettingSchema][] {
+  return Object.entries(ConfigSchema.properties as Record<string, TSchema>).map(([key, schema]) => [
+    key,
+    schema as unknown as SettingSchema,
+  ]);
+}
+
+/** The documented list of environment variables, for `--help` and the README. */
+export function describeSettings(): { env: string; description: string; default?: unknown }[] {
+  return settings().map(([, s]) => ({ env: s.env, description: s.description ?? '', default: s.default }));
+}
+
+function coerce(raw: unknown, schema: SettingSchema): unknown {
+  if (typeof raw !== 'string') return raw;
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  const text = raw.trim();
+  if (type === 'integer' || type === 'number') return /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : raw;
+  if (type === 'boolean') return text === 'true' || text === '1' ? true : text === 'false' || text === '0' ? false : raw;
+  if (type === 'array') return text === '' ? [] : text.split(',').map((s) => s.trim());
+  return raw;
+}
+
+export interface ConfigSources {
+  env?: NodeJS.ProcessEnv;
+  /** Extra values from CLI flags, highest precedence. */
+  overrides?: Partial<Config>;
+}
+
+/** Reads, coerces and validates the configuration; throws UserError naming the offending setting. */
+export function loadConfig({ env = process.env, overrides = {} }: ConfigSources = {}): Config {
+  const merged: Record<string, unknown> = {};
+  const origin: Record<string, string> = {};
+  const file = env.BLOCKFEED_CONFIG;
+  if (file) {
+    let doc: unknown;
+    try {
+      doc = parseYaml(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new UserError(`BLOCKFEED_CONFIG=${file}: cannot read YAML (${(err as Error).message.split('\n')[0]})`);
+    }
+    if (doc !== null && doc !== undefined && (typeof doc !== 'object' || Array.isArray(doc))) {
+      throw new UserError(`BLOCKFEED_CONFIG=${file}: expected a mapping of settings`);
+    }
+    const known = new Map(settings());
+    for (const [key, value] of Object.entries((doc ?? {}) as Record<string, unknown>)) {
+      if (!known.has(key)) {
+        throw new UserError(`${file}: unknown setting "${key}" (known: ${[...known.keys()].join(', ')})`);
+      }
+      merged[key] = value;
+      origin[key] = `${file}: ${key}`;
+    }
+  }
+  for (const [key, schema] of settings()) {
+    const raw = env[schema.env];
+    if (raw !== undefined && raw !== '') {
+      merged[key] = raw;
+      origin[key] = schema.env;
+    }
+  }
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value !== undefined) {
+      merged[key] = value;
+      origin[key] ??= key;
+    }
+  }
+  for (const [key, schema] of settings()) {
+    if (key in merged) {
+      const value = coerce(merged[key], schema);
+      if (!Value.Check(schema as unknown as TSchema, value)) {
+        const shown = typeof merged[key] === 'string' ? JSON.stringify(merged[key]) : String(merged[key]);
+        throw new UserError(`invalid configuration: ${origin[key] ?? schema.env}=${shown}: must be ${describeAllowed(schema)}`);
+      }
+      merged[key] = value;
+    }
+  }
+  return Value.Default(ConfigSchema, merged) as Config;
+}

@@ -1,0 +1,111 @@
+// The CLI as users run it: real processes, real embedded PostgreSQL on a temporary data dir.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort, runCli, startServe, tempDataDir } from '../../support/cli.ts';
+
+function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Error output of a failed command: exactly one line, starting with "blockfeed: ". */
+function oneLine(stderr: string): string {
+  const lines = stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^blockfeed: /);
+  return lines[0] ?? '';
+}
+
+describe('blockfeed CLI', () => {
+  it('prints --version and --help', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect((await runCli(['--version'])).stdout.trim()).toBe(pkg.version);
+    const help = await runCli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/serve/);
+    expect(help.stdout).toMatch(/migrate/);
+  });
+
+  it('serve answers /healthz, /readyz and /metrics; a second CLI process reuses its database; SIGTERM leaves no postgres behind', async () => {
+    const dataDir = await tempDataDir();
+    const serve = await startServe({ BLOCKFEED_DATA_DIR: dataDir });
+    const base = `http://127.0.0.1:${serve.port}`;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^process_cpu_user_seconds_total/m);
+
+    const pgPid = postmasterPid(dataDir);
+    const migrateRun = await runCli(['migrate'], { BLOCKFEED_DATA_DIR: dataDir });
+    expect(migrateRun.code).toBe(0);
+    expect(migrateRun.stdout).toMatch(/schema up to date/);
+    expect(migrateRun.stderr).toMatch(/reusing the embedded PostgreSQL/);
+    // Still the same server, and still running after the second process left.
+    expect(postmasterPid(dataDir)).toBe(pgPid);
+    expect(alive(pgPid)).toBe(true);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    expect(alive(pgPid)).toBe(false);
+  });
+
+  it('migrate on a fresh data dir starts its own database and stops it again', async () => {
+    const dataDir = await tempDataDir();
+    const first = await runCli(['migrate'], { BLOCKFEED_DATA_DIR: dataDir });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^applied 0001_/);
+    // The server it started is gone: PostgreSQL removes its lock file on a clean shutdown.
+    expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    const again = await runCli(['migrate'], { BLOCKFEED_DATA_DIR: dataDir });
+    expect(again.stdout).toMatch(/schema up to date/);
+  });
+
+  it('an unwritable data dir is one clear error line and a non-zero exit', async () => {
+    const parent = await tempDataDir();
+    writeFileSync(`${parent}-file`, 'not a directory');
+    const res = await runCli(['migrate'], { BLOCKFEED_DATA_DIR: `${parent}-file/data` });
+    expect(res.code).not.toBe(0);
+    expect(oneLine(res.stderr)).toMatch(/data dir .* is not writable/);
+  });
+
+  it('a port in use is one clear error line, a non-zero exit and no orphan postgres', async () => {
+    const port = await freePort();
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(port, '127.0.0.1', r));
+    try {
+      const dataDir = await tempDataDir();
+      const res = await runCli(['serve'], { BLOCKFEED_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+      expect(res.code).not.toBe(0);
+      expect(oneLine(res.stderr)).toBe(`blockfeed: port ${port} is already in use on 127.0.0.1; set PORT to a free port`);
+      const pidFile = path.join(dataDir, 'pg', 'postmaster.pid');
+      let pid = 0;
+      try {
+        pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+      } catch {
+        /* removed on clean shutdown: what we want */
+      }
+      if (pid) expect(alive(pid)).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('a bad configuration value is one clear error line and a non-zero exit', async () => {
+    const res = await runCli(['serve'], { PORT: 'eighty' });
+    expect(res.code).not.toBe(0);
+    expect(oneLine(res.stderr)).toBe('blockfeed: invalid configuration: PORT="eighty": must be an integer from 0 to 65535');
+    const flag = await runCli(['serve', '--port', 'x']);
+    expect(flag.code).not.toBe(0);
+    expect(flag.stderr).toMatch(/--port must be an integer from 0 to 65535/);
+  });
+});
