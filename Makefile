@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration check clean
+.PHONY: help run deps typecheck lint test test-unit test-integration check clean chart-files test-chart e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -50,3 +50,13 @@ check: typecheck lint ## static checks only
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
+
+# --- Helm chart and container image -------------------------------------------------------------------------
+chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion
+	node scripts/generate-chart-files.ts
+
+test-chart: deps ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
+	npx vitest run --project chart
+
+e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)
+	test/kind/e2e.sh

@@ -18,6 +18,10 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
+      {
+        // helm lint/template and promtool on the chart; no cluster (the install lives in the k8s tier)
+        test: { name: 'chart', include: ['test/chart/**/*.test.ts'], testTimeout: 60_000 },
+      },
     ],
   },
 });
