@@ -3,28 +3,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../common/config.ts';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
+import { ALL_ON } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';
-
-/** Every optional part switched on (the external database: the bundled one is the default's). */
-export const ALL_ON = {
-  commonLabels: { team: 'platform' },
-  imagePullSecrets: [{ name: 'registry' }],
-  database: { type: 'external', external: { url: 'postgresql://blockfeed:s3cret@db.example:5432/blockfeed?sslmode=require' } },
-  api: {
-    autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 9 },
-    podDisruptionBudget: { enabled: true, minAvailable: 2 },
-    ingest: { enabled: true },
-    trustedProxies: ['10.0.0.0/8', 'fd00::/8'],
-    tiers: { member: 'none', basic: 50, pro: 20000, enterprise: 'unlimited' },
-    anonymousPerMinute: 10,
-    cache: { maxBytes: 67108864, keyCacheSeconds: 5, lifetimes: { variantA: 300, recent: 30 } },
-    extraEnv: [{ name: 'EXTRA_SETTING', value: 'x' }],
-    podAnnotations: { 'example.com/a': 'b' },
-    topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'api-server' } } }],
-  },
-  controller: { replicas: 2, podCidrs: ['10.244.0.0/16'], serviceCidrs: ['10.96.0.0/12', 'fd00:10:96::/112'], concurrency: 8, extraArgs: ['--example'] },
-  metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } }, prometheusRule: { enabled: true, labels: { release: 'prom' } } },
-};
 
 const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule']);
 
