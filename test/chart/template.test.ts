@@ -102,7 +102,15 @@ describe('helm template with default values', () => {
 
   it('starts the controller with leader election, metrics :8080 and health :8081 probes', () => {
     const ctl = container(find(objs, 'Deployment', 'blockfeed-controller'), 'controller');
-    expect(ctl.args).toEqual(['controller', '--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081', '--concurrency=4']);
+    expect(ctl.args).toEqual([
+      'controller',
+      '--leader-elect',
+      '--lease-namespace=blockfeed',
+      '--lease-name=blockfeed-controller',
+      '--metrics-bind-address=:8080',
+      '--health-probe-bind-address=:8081',
+      '--concurrency=4',
+    ]);
     expect(ctl.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health' });
     expect(ctl.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health' });
     expect(ctl.ports).toEqual([expect.objectContaining({ name: 'metrics', containerPort: 8080 }), expect.objectContaining({ name: 'health', containerPort: 8081 })]);
@@ -183,7 +191,7 @@ describe('helm template with every optional part on', () => {
   it('passes the cluster CIDRs and extra flags to the controller', () => {
     const ctl = container(find(objs, 'Deployment', 'blockfeed-controller'), 'controller');
     expect(ctl.args).toEqual(
-      expect.arrayContaining(['--pod-cidrs=10.244.0.0/16', '--service-cidrs=10.96.0.0/12,fd00:10:96::/112', '--concurrency=8', '--example']),
+      expect.arrayContaining(['--cluster-cidrs=10.244.0.0/16,10.96.0.0/12,fd00:10:96::/112', '--concurrency=8', '--example']),
     );
   });
 
