@@ -257,6 +257,14 @@ describe.each([
   });
 });
 
+describe('helm template of the controller alone', () => {
+  it('renders no api-server and no database when api.enabled is false', async () => {
+    const objs = await renderChart({ api: { enabled: false } });
+    expect(objs.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] !== 'controller').map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([]);
+    expect(kindsOf(objs)).toContain('Deployment/blockfeed-controller');
+  });
+});
+
 describe('refusing wrong values', () => {
   it.each([
     ['a string where a number belongs', { api: { replicas: 'two' } }, "at '/api/replicas': got string, want integer"],
