@@ -34,7 +34,7 @@ helm upgrade --install "$release" charts/blockfeed --namespace "$ns" --create-na
 
 step "demo data and an API key"
 kubectl -n "$ns" exec deploy/$release-api -- blockfeed demo
-key=$(kubectl -n "$ns" exec deploy/$release-api -- blockfeed keys create --tier enterprise --name e2e-kind | grep -Eo '[A-Za-z0-9_-]{20,}' | tail -1)
+key=$(kubectl -n "$ns" exec deploy/$release-api -- blockfeed keys create --tier enterprise --name e2e-kind | tail -n1 | tr -d "\r")
 [ -n "$key" ] || { echo "e2e-kind: could not read the key from 'blockfeed keys create'" >&2; exit 1; }
 
 step "subscription"
