@@ -191,7 +191,7 @@ describe('helm template with every optional part on', () => {
   it('passes the cluster CIDRs and extra flags to the controller', () => {
     const ctl = container(find(objs, 'Deployment', 'blockfeed-controller'), 'controller');
     expect(ctl.args).toEqual(
-      expect.arrayContaining(['--cluster-cidrs=10.244.0.0/16,10.96.0.0/12,fd00:10:96::/112', '--concurrency=8', '--example']),
+      expect.arrayContaining(['--cluster-cidrs=10.244.0.0/16,10.96.0.0/12,fd00:10:96::/112', '--concurrency=8', '--namespace=subscriptions', '--example']),
     );
   });
 

@@ -3,9 +3,10 @@
 // full sync of a subscription against a running `blockfeed serve`, and its clean-up on deletion; with one
 // rule removed from the chart's ClusterRole the same sync fails with a Forbidden condition.
 //
-// A controller reconciles every subscription in the cluster, so this file runs in the k8s-serial project: on
-// a control plane of its own, after the other tiers, one file at a time. What this controller did is still
-// read from the Events it reports under its own instance (hostname_pid_...), not only from the objects.
+// A controller started without --namespace reconciles every subscription in the cluster, so this file runs in
+// the k8s-serial project (a control plane of its own, after the other tiers, one file at a time) and its
+// controllers watch their test's namespace only (the chart's controller.watchNamespace). What a controller did
+// is read from the Events it reports under its own instance (hostname_pid_...), not only from the objects.
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
@@ -42,8 +43,8 @@ interface Controller {
 }
 
 /** The controller as the chart runs it: the Deployment's args, local ports, and the ServiceAccount's token. */
-async function startControllerAs(release: string, namespace: string, kubeconfigFile: string): Promise<Controller> {
-  const objects = await renderChart({ api: { enabled: false } }, { release, namespace });
+async function startControllerAs(release: string, namespace: string, kubeconfigFile: string, watchNamespace: string): Promise<Controller> {
+  const objects = await renderChart({ api: { enabled: false }, controller: { watchNamespace } }, { release, namespace });
   const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `${release}-blockfeed-controller`);
   const args = (deployment?.spec as { template: { spec: { containers: { args: string[] }[] } } } | undefined)?.template.spec.containers[0]?.args;
   if (!args) throw new Error('no controller Deployment rendered');
@@ -159,7 +160,7 @@ describe.skipIf(missingCommands.length > 0)("the controller with exactly the cha
 
   it('completes a full sync, and cleans up when the subscription is deleted', async () => {
     const s = await scenario('bf-rbac-full');
-    const controller = await startControllerAs('bf-rbac-full', s.releaseNs, s.kubeconfigFile);
+    const controller = await startControllerAs('bf-rbac-full', s.releaseNs, s.kubeconfigFile, s.subNs);
     controllers.push(controller);
     try {
       await custom.createNamespacedCustomObject({ group: 'blockfeed.dev', version: 'v1alpha1', namespace: s.subNs, plural: 'blocklistsubscriptions', body: subscription(s.subNs, feedUrl, s.label) });
@@ -225,7 +226,7 @@ describe.skipIf(missingCommands.length > 0)("the controller with exactly the cha
       'the authorizer to see the reduced ClusterRole',
     );
 
-    const controller = await startControllerAs('bf-rbac-minus', s.releaseNs, s.kubeconfigFile);
+    const controller = await startControllerAs('bf-rbac-minus', s.releaseNs, s.kubeconfigFile, s.subNs);
     controllers.push(controller);
     try {
       await custom.createNamespacedCustomObject({ group: 'blockfeed.dev', version: 'v1alpha1', namespace: s.subNs, plural: 'blocklistsubscriptions', body: subscription(s.subNs, feedUrl, s.label) });
