@@ -3,9 +3,11 @@ import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
+import { registerIngestCommands } from './ingest/cli.ts';
 import { serve } from './serve.ts';
 
 export function registerApiServerCommands(program: Command): void {
+  registerIngestCommands(program);
   program
     .command('serve')
     .description('run the blocklist HTTP API (embedded PostgreSQL in BLOCKFEED_DATA_DIR unless DATABASE_URL is set)')
