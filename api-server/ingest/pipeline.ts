@@ -41,20 +41,28 @@ export interface IngestOptions {
 
 /** Ingests the inputs in order into `sink`; returns the accumulated stats. */
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
-  const { sink, batchSize = 50_000, onReject, onProgress } = options;
+  const { sink, batchSize = 20_000, onReject, onProgress } = options;
   const stats = options.stats ?? emptyStats();
-  let pending: Promise<void> | undefined;
+  // Up to two batches in the database at once: one staging while the other inserts (the writer takes its
+  // lock only around the inserts). Their upserts commute, so the order they commit in does not matter.
+  const inFlight = new Set<Promise<void>>();
+  let failed: Error | undefined;
   let batch: AttackEvent[] = [];
   const flush = async () => {
     const events = batch;
     batch = [];
-    await pending;
-    pending = sink.write(events).then((r) => {
-      stats.inserted += r.inserted;
-      onProgress?.(stats);
-    });
-    // Surface a failure now rather than at the next flush; the caller's await sees it either way.
-    pending.catch(() => undefined);
+    while (inFlight.size >= 2) await Promise.race(inFlight);
+    if (failed !== undefined) throw failed;
+    const p: Promise<void> = sink.write(events).then(
+      (r) => {
+        stats.inserted += r.inserted;
+        onProgress?.(stats);
+      },
+      (err: unknown) => {
+        failed ??= err instanceof Error ? err : new Error(String(err));
+      },
+    ).finally(() => inFlight.delete(p));
+    inFlight.add(p);
   };
   for (const input of inputs) {
     const counted = countBytes(input.stream, stats);
@@ -75,7 +83,8 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
     }
   }
   if (batch.length) await flush();
-  await pending;
+  await Promise.all(inFlight);
+  if (failed !== undefined) throw failed;
   return stats;
 }
 

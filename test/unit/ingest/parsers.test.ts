@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { eventId, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
+import { eventId, requireTime, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
 import { parserFor, type InputFormat } from '../../../api-server/ingest/formats/index.ts';
 import { lineBatches } from '../../../api-server/ingest/lines.ts';
 
@@ -128,5 +128,22 @@ describe('telescope-csv parser on examples/sensor-logs/telescope.csv', () => {
   it('refuses a header without the required columns', () => {
     const parse = parserFor('telescope-csv');
     expect(parse('time,ip,port')).toEqual({ error: 'header must name ts,src_ip,dst_port,proto (missing ts, src_ip, dst_port, proto)' });
+  });
+});
+
+describe('requireTime', () => {
+  const now = Date.UTC(2026, 10, 22);
+  it.each([
+    ['2026-11-21T02:14:07.112233Z', Date.UTC(2026, 10, 21, 2, 14, 7, 112)],
+    ['2026-11-21T02:14:07Z', Date.UTC(2026, 10, 21, 2, 14, 7)],
+    ['2026-11-21T02:14:07.5Z', Date.UTC(2026, 10, 21, 2, 14, 7, 500)],
+    ['2026-11-21T02:14:07+08:00', Date.UTC(2026, 10, 20, 18, 14, 7)],
+    ['2026-11-21 02:14:07.000001', Date.UTC(2026, 10, 21, 2, 14, 7)],
+    ['1795237203', 1795237203000],
+  ])('reads %s', (text, ms) => {
+    expect(requireTime(text, 'ts', now)).toBe(ms);
+  });
+  it.each(['2026-13-01T00:00:00Z', '2026-11-21T02:14:07.1a2Z', 'soon'])('refuses %s', (text) => {
+    expect(() => requireTime(text, 'ts', now)).toThrow(/ts ".*" is not an ISO 8601 time/);
   });
 });
