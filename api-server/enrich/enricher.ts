@@ -29,7 +29,7 @@ interface AsnEntry {
 export class Enricher {
   private readonly country: CsvTable<string>;
   private readonly asn: CsvTable<AsnEntry>;
-  private readonly regions: RegionLookup;
+  readonly regions: RegionLookup;
   private readonly rules: NetRules;
   private readonly scanners: ScannerRanges;
 

@@ -66,6 +66,14 @@ export class RegionLookup {
     this.v4 = builder.build();
   }
 
+  /** Every IPv4 range with its region (the demo picks real Chinese addresses from these). */
+  *rangesV4(): Generator<{ start: number; end: number; region: Region }> {
+    for (let i = 0; i < this.v4.size; i++) {
+      const region = this.regions[this.v4.values[i] as number];
+      if (region) yield { start: this.v4.starts[i] as number, end: this.v4.ends[i] as number, region };
+    }
+  }
+
   lookupV4(ip: number): Region | undefined {
     const i = this.v4.find(ip);
     return i < 0 ? undefined : this.regions[i];

@@ -9,7 +9,7 @@ export interface NumberedLine {
 }
 
 /** Yields the lines of `input` in batches (one array per chunk), to keep per-line async overhead away. */
-export async function* lineBatches(input: AsyncIterable<Buffer | string>): AsyncGenerator<NumberedLine[]> {
+export async function* lineBatches(input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<NumberedLine[]> {
   const decoder = new StringDecoder('utf8');
   let rest = '';
   let number = 0;

@@ -26,7 +26,7 @@ export interface BatchSink {
 export interface IngestInput {
   /** Name shown in rejections (`file:line: reason`). */
   name: string;
-  stream: AsyncIterable<Buffer | string>;
+  stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>;
   parser: LineParser;
 }
 
@@ -88,7 +88,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   return stats;
 }
 
-async function* countBytes(stream: AsyncIterable<Buffer | string>, stats: IngestStats): AsyncGenerator<Buffer | string> {
+async function* countBytes(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, stats: IngestStats): AsyncGenerator<Buffer | string> {
   for await (const chunk of stream) {
     stats.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
     yield chunk;
