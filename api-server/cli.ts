@@ -6,7 +6,6 @@ import { migrate } from './db/migrate.ts';
 import { registerDemoCommands } from './demo/cli.ts';
 import { registerIngestCommands } from './ingest/cli.ts';
 import { registerRetentionCommands } from './retention/cli.ts';
-import { serve } from './serve.ts';
 
 export function registerApiServerCommands(program: Command): void {
   registerIngestCommands(program);
@@ -19,6 +18,8 @@ export function registerApiServerCommands(program: Command): void {
     .option('--host <address>', 'listen address (env HOST, default 0.0.0.0)')
     .option('--demo-if-empty', 'load demo events first when the store has none (make run)')
     .action(async (opts: { port?: number; host?: string; demoIfEmpty?: boolean }) => {
+      // Loaded here, not at the top: the HTTP stack is not needed by (and would weigh on) the other commands.
+      const { serve } = await import('./serve.ts');
       await serve(commandContext({ port: opts.port, host: opts.host }), { demoIfEmpty: opts.demoIfEmpty });
     });
 

@@ -2,7 +2,7 @@
 // classification + rollups), as a rate relative to PostgreSQL's own COPY of the same rows into a bare table,
 // both measured in this run on the same server. Also reports the ingest process's peak RSS.
 //
-//   node bench/ingest.ts [--events N]       (make bench-ingest)
+//   node bench/ingest.ts [--events N] [--batch-size B]      (make bench-ingest)
 //
 // Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL in a temporary directory.
 import { spawn } from 'node:child_process';
@@ -25,6 +25,8 @@ import { cowrieLines } from './cowrie-gen.ts';
 const args = process.argv.slice(2);
 const eventsArg = args.indexOf('--events');
 const EVENTS = eventsArg >= 0 ? Number(args[eventsArg + 1]) : 1_000_000;
+const batchArg = args.indexOf('--batch-size');
+const BATCH = batchArg >= 0 ? ['--batch-size', String(args[batchArg + 1])] : [];
 const CLI = fileURLToPath(new URL('../bin/cli.ts', import.meta.url));
 const log = createLogger({ level: 'warn' });
 
@@ -111,7 +113,7 @@ try {
 
   // The pipeline: the real CLI, as a user runs it.
   const t1 = performance.now();
-  const child = spawn(process.execPath, [CLI, 'ingest', logFile, '--format', 'cowrie'], {
+  const child = spawn(process.execPath, [CLI, 'ingest', logFile, '--format', 'cowrie', ...BATCH], {
     env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -1,7 +1,7 @@
 // Loads the @ip-location-db "-num" CSV files (start,end,value[,name]) into range tables. The files are sorted
 // and non-overlapping; IPv4 bounds are decimal integers, IPv6 bounds decimal 128-bit integers. Parsed from
 // bytes, so that the 20 MB files never become hundreds of thousands of strings (start-up RSS stays low).
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ipv4RangesBuilder, Ipv6RangesBuilder, type Ipv4Ranges, type Ipv6Ranges } from './ranges.ts';
 
@@ -97,20 +97,54 @@ export function loadCsvTable<T>(
 // Separate functions so that no closure that outlives loading keeps a file's bytes alive.
 type Intern = (data: Buffer, v: number, rest: number, eol: number) => number;
 
+const CHUNK = 1 << 22;
+
+/**
+ * Calls `each` with consecutive runs of whole lines, read 4 MiB at a time into one reused buffer (the file is
+ * never held at once, and no garbage is left per chunk). `each` must copy what it keeps.
+ */
+function eachChunk(path: string, each: (lines: Buffer) => void): void {
+  const fd = openSync(path, 'r');
+  const buf = Buffer.allocUnsafe(CHUNK);
+  try {
+    let carry = 0;
+    for (;;) {
+      const n = readSync(fd, buf, carry, CHUNK - carry, null);
+      const end = carry + n;
+      if (n === 0) {
+        if (end > 0) each(buf.subarray(0, end));
+        return;
+      }
+      const lastNewline = buf.lastIndexOf(NEWLINE, end - 1);
+      if (lastNewline < 0) throw new Error(`${path}: a line longer than ${CHUNK} bytes`);
+      each(buf.subarray(0, lastNewline + 1));
+      buf.copy(buf, 0, lastNewline + 1, end);
+      carry = end - lastNewline - 1;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function countLines(path: string): number {
+  let lines = 0;
+  eachChunk(path, (data) => {
+    for (let at = data.indexOf(NEWLINE); at >= 0; at = data.indexOf(NEWLINE, at + 1)) lines++;
+  });
+  return lines + 1;
+}
+
 function readIpv4(path: string, intern: Intern): Ipv4Ranges {
-  const b4 = new Ipv4RangesBuilder();
-  const data = readFileSync(path);
-  eachRow(data, (s, e, v, rest, eol) => b4.add(decimalAt(data, s), decimalAt(data, e), intern(data, v, rest, eol)));
+  const b4 = new Ipv4RangesBuilder(countLines(path));
+  eachChunk(path, (data) => eachRow(data, (s, e, v, rest, eol) => b4.add(decimalAt(data, s), decimalAt(data, e), intern(data, v, rest, eol))));
   return b4.build();
 }
 
 function readIpv6(path: string, intern: Intern): Ipv6Ranges {
   const b6 = new Ipv6RangesBuilder();
-  const data = readFileSync(path);
-  eachRow(data, (s, e, v, rest, eol) => b6.add(bigDecimalAt(data, s), bigDecimalAt(data, e), intern(data, v, rest, eol)));
+  eachChunk(path, (data) => eachRow(data, (s, e, v, rest, eol) => b6.add(bigDecimalAt(data, s), bigDecimalAt(data, e), intern(data, v, rest, eol))));
   return b6.build();
 }
-
 /** A country table: the value is an ISO 3166-1 alpha-2 code. */
 export function loadCountryTable(pkg: string, prefix: string): CsvTable<string> {
   return loadCsvTable(

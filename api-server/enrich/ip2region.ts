@@ -48,7 +48,7 @@ export class RegionLookup {
     const data = readFileSync(packageFile('ip2region', 'data/ip2region.db'));
     const first = data.readUInt32LE(0);
     const last = data.readUInt32LE(4);
-    const builder = new Ipv4RangesBuilder();
+    const builder = new Ipv4RangesBuilder((last - first) / 12 + 1);
     const byPointer = new Map<number, number>();
     this.regions = [];
     for (let pos = first; pos <= last; pos += 12) {

@@ -63,10 +63,17 @@ export class Ipv6Ranges {
 
 /** Accumulates IPv4 ranges (in any order) and freezes them into a sorted Ipv4Ranges. */
 export class Ipv4RangesBuilder {
-  private starts = new Uint32Array(1024);
-  private ends = new Uint32Array(1024);
-  private values = new Uint32Array(1024);
+  private starts: Uint32Array;
+  private ends: Uint32Array;
+  private values: Uint32Array;
   private n = 0;
+
+  /** `capacity`: the expected number of ranges (exact = no growth, no copies). */
+  constructor(capacity = 1024) {
+    this.starts = new Uint32Array(capacity);
+    this.ends = new Uint32Array(capacity);
+    this.values = new Uint32Array(capacity);
+  }
 
   add(start: number, end: number, value: number): void {
     if (this.n === this.starts.length) {
@@ -88,7 +95,10 @@ export class Ipv4RangesBuilder {
   build(): Ipv4Ranges {
     let sorted = true;
     for (let i = 1; i < this.n && sorted; i++) sorted = (this.starts[i - 1] as number) <= (this.starts[i] as number);
-    if (sorted) return new Ipv4Ranges(this.starts.slice(0, this.n), this.ends.slice(0, this.n), this.values.slice(0, this.n), this.n);
+    if (sorted) {
+      const fit = (a: Uint32Array) => (a.length === this.n ? a : a.slice(0, this.n));
+      return new Ipv4Ranges(fit(this.starts), fit(this.ends), fit(this.values), this.n);
+    }
     const order = Array.from({ length: this.n }, (_, i) => i);
     order.sort((a, b) => (this.starts[a] as number) - (this.starts[b] as number));
     const pick = (a: Uint32Array) => Uint32Array.from(order, (i) => a[i] as number);

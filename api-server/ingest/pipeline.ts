@@ -41,7 +41,7 @@ export interface IngestOptions {
 
 /** Ingests the inputs in order into `sink`; returns the accumulated stats. */
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
-  const { sink, batchSize = 20_000, onReject, onProgress } = options;
+  const { sink, batchSize = 10_000, onReject, onProgress } = options;
   const stats = options.stats ?? emptyStats();
   // Up to two batches in the database at once: one staging while the other inserts (the writer takes its
   // lock only around the inserts). Their upserts commute, so the order they commit in does not matter.

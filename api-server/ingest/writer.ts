@@ -21,7 +21,7 @@ import { MAX_PORTS, MAX_SENSORS, portList, recentSensors, rollUp, type AddressRo
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
 
-// Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a 50,000-event batch
+// Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
 // needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
 // a temporary table, which is what this statement is.
 const STAGING = `
