@@ -7,7 +7,7 @@ describe('renderBar', () => {
 
   it('shows the share of bytes read, counts and rate when the total is known', () => {
     const bar = renderBar(stats, 10_000, 120, 100_000_000);
-    expect(bar).toMatch(/^\[#{5,}\.+\]  25% 250,000 lines, 240,000 new, 12 rejected, 25,000\/s$/);
+    expect(bar).toMatch(/^\[#{5,}\.+\] {2}25% 250,000 lines, 240,000 new, 12 rejected, 25,000\/s$/);
     expect(bar.length).toBeLessThan(120);
   });
 
