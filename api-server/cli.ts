@@ -4,6 +4,7 @@ import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { registerDemoCommands } from './demo/cli.ts';
+import { registerReclassifyCommands } from './enrich/cli.ts';
 import { registerIngestCommands } from './ingest/cli.ts';
 import { registerRetentionCommands } from './retention/cli.ts';
 
@@ -11,6 +12,7 @@ export function registerApiServerCommands(program: Command): void {
   registerIngestCommands(program);
   registerDemoCommands(program);
   registerRetentionCommands(program);
+  registerReclassifyCommands(program);
   program
     .command('serve')
     .description('run the blocklist HTTP API (embedded PostgreSQL in BLOCKFEED_DATA_DIR unless DATABASE_URL is set)')
