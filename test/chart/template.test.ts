@@ -273,6 +273,7 @@ describe('refusing wrong values', () => {
     ['a malformed trusted proxy', { api: { trustedProxies: ['not a cidr'] } }, "at '/api/trustedProxies/0'"],
     ['an unknown quota word', { api: { tiers: { basic: 'lots' } } }, "at '/api/tiers/basic': value must be one of 'none', 'unlimited'"],
     ['a non-URL database URL', { database: { type: 'external', external: { url: 'mysql://x' } } }, "at '/database/external/url'"],
+    ['an ingest token shorter than the api-server accepts', { api: { ingest: { enabled: true, token: 'short' } } }, "at '/api/ingest/token'"],
     ['a password that cannot sit in a URL', { database: { bundled: { password: 'p@ss/word' } } }, "at '/database/bundled/password'"],
   ])('rejects %s (values.schema.json)', async (_what, values, message) => {
     const r = await helmWithValues(['template', 'blockfeed', CHART], values);
