@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration check clean
+.PHONY: help run deps typecheck lint test test-unit test-integration check clean crds bench-controller
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -50,3 +50,6 @@ check: typecheck lint ## static checks only
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
+
+crds: ## regenerate crds/ from controller/api/v1alpha1.ts
+	node controller/api/generate-crd.ts
