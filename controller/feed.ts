@@ -1,0 +1,112 @@
+// The feed client: one conditional GET of a list, its body streamed line by line into a consumer, bounded in
+// time and size. The API key travels only in the X-API-Key header, never in the URL (URLs end up in logs).
+import type { BlocklistSubscriptionSpec } from './api/v1alpha1.ts';
+
+export type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
+
+export class FeedError extends Error {
+  readonly reason: FeedFailure;
+  readonly status?: number;
+  constructor(reason: FeedFailure, message: string, status?: number) {
+    super(message);
+    this.name = 'FeedError';
+    this.reason = reason;
+    this.status = status;
+  }
+}
+
+export interface PullOptions {
+  feed: BlocklistSubscriptionSpec['feed'];
+  apiKey?: string;
+  etag?: string;
+  timeoutMs?: number;
+  maxBodyBytes?: number;
+  userAgent?: string;
+}
+
+export type PullResult = { changed: false; status: 304 } | { changed: true; etag?: string; bytes: number; lines: number };
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
+
+/** The list URL for a feed spec: base + /api/<endpoint> + the endpoint's filters, format=txt. */
+export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
+  const url = new URL(`${feed.url.replace(/\/+$/, '')}/api/${feed.endpoint}`);
+  const params: [string, string][] = [['format', 'txt']];
+  const f = feed.filters ?? {};
+  for (const [key, value] of Object.entries(f) as [string, string | number | boolean | undefined][]) {
+    if (value === undefined) continue;
+    if (key === 'includeResearch') params.push(['include_research', value ? '1' : '0']);
+    else if (key === 'includeScan') params.push(['include_scan', value ? '1' : '0']);
+    else params.push([key, String(value)]);
+  }
+  for (const [k, v] of params.sort((a, b) => a[0].localeCompare(b[0]))) url.searchParams.append(k, v);
+  return url;
+}
+
+/**
+ * Pulls the list. `onLine` receives every line (without its newline) as the body streams in. A 304 answers
+ * { changed: false }; every failure throws a FeedError saying why, after which nothing must be applied.
+ */
+export async function pullFeed(options: PullOptions, onLine: (line: string) => void): Promise<PullResult> {
+  const timeoutMs = options.timeoutMs ?? (options.feed.timeoutSeconds ?? DEFAULT_TIMEOUT_MS / 1000) * 1000;
+  const maxBody = options.maxBodyBytes ?? options.feed.maxBodyBytes ?? DEFAULT_MAX_BODY;
+  const url = feedUrl(options.feed);
+  const headers: Record<string, string> = { accept: 'text/plain', 'user-agent': options.userAgent ?? 'blockfeed-controller' };
+  if (options.apiKey) headers['x-api-key'] = options.apiKey;
+  if (options.etag) headers['if-none-match'] = options.etag;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const describe = `${url.origin}${url.pathname}`;
+  try {
+    const res = await fetch(url, { headers, signal, redirect: 'error' });
+    if (res.status === 304) {
+      await res.body?.cancel();
+      return { changed: false, status: 304 };
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new FeedError('HttpError', `feed ${describe} answered HTTP ${res.status}`, res.status);
+    }
+    const type = res.headers.get('content-type') ?? '';
+    if (/html|json|xml/i.test(type)) {
+      await res.body?.cancel();
+      throw new FeedError('NotAList', `feed ${describe} answered ${type}, not a text list`);
+    }
+    const declared = Number(res.headers.get('content-length') ?? NaN);
+    if (declared > maxBody) {
+      await res.body?.cancel();
+      throw new FeedError('TooLarge', `feed ${describe} body of ${declared} bytes exceeds the ${maxBody}-byte limit`);
+    }
+    let bytes = 0;
+    let lines = 0;
+    let rest = '';
+    const decoder = new TextDecoder('utf-8');
+    if (res.body) {
+      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+        bytes += chunk.byteLength;
+        if (bytes > maxBody) throw new FeedError('TooLarge', `feed ${describe} body exceeds the ${maxBody}-byte limit`);
+        const text = rest + decoder.decode(chunk, { stream: true });
+        let start = 0;
+        let nl = text.indexOf('\n');
+        while (nl !== -1) {
+          onLine(text.slice(start, nl));
+          lines++;
+          start = nl + 1;
+          nl = text.indexOf('\n', start);
+        }
+        rest = text.slice(start);
+      }
+    }
+    rest += decoder.decode();
+    if (rest !== '') {
+      onLine(rest);
+      lines++;
+    }
+    return { changed: true, etag: res.headers.get('etag') ?? undefined, bytes, lines };
+  } catch (err) {
+    if (err instanceof FeedError) throw err;
+    if (signal.aborted) throw new FeedError('Timeout', `feed ${describe} did not answer within ${timeoutMs / 1000}s`);
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    throw new FeedError('Unreachable', `feed ${describe} unreachable: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+  }
+}
