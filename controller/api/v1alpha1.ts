@@ -333,7 +333,7 @@ export interface BlocklistSubscription {
     annotations?: Record<string, string>;
     labels?: Record<string, string>;
     finalizers?: string[];
-    deletionTimestamp?: Date | string;
+    deletionTimestamp?: Date;
   };
   spec: BlocklistSubscriptionSpec;
   status?: BlocklistSubscriptionStatus;
