@@ -19,6 +19,8 @@ export interface ControllerOptions {
   backoffMaxMs?: number;
   instance?: string;
   shardBudget?: number;
+  /** watch one namespace only (default: all) */
+  namespace?: string;
 }
 
 interface Seen {
@@ -54,12 +56,13 @@ export class SubscriptionController {
       work: (key) => this.work(key),
       onError: (key, err) => log.error({ err, subscription: key }, 'reconcile failed'),
     });
-    const path = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+    const ns = options.namespace;
+    const path = ns ? `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${GROUP}/${VERSION}/${PLURAL}`;
+    type List = { items: BlocklistSubscription[]; metadata: { resourceVersion: string } };
     this.informer = makeInformer<BlocklistSubscription>(apis.kubeConfig, path, async () =>
-      (await apis.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as {
-        items: BlocklistSubscription[];
-        metadata: { resourceVersion: string };
-      },
+      ns
+        ? ((await apis.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL })) as List)
+        : ((await apis.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as List),
     );
     this.informer.on('add', (sub) => this.observe(sub, true));
     this.informer.on('update', (sub) => this.observe(sub, false));
