@@ -105,7 +105,7 @@ const Filters = Type.Object(
     includeResearch: Type.Optional(Type.Boolean({ description: 'include research mapping platforms (export, scan-export); sent as include_research=1' })),
     includeScan: Type.Optional(Type.Boolean({ description: 'merge the active scan sources into dedup (the api-server default is true); sent as include_scan' })),
   },
-  { additionalProperties: false, description: 'query parameters of the endpoint; each endpoint accepts only its own (see the CEL rules)' },
+  { description: 'query parameters of the endpoint; each endpoint accepts only its own (see the CEL rules)' },
 );
 
 const Feed = Type.Object(
@@ -154,7 +154,10 @@ const Safety = Type.Object(
       description: 'refuse a list that shrank by more than this percentage since the last applied one (100 = never refuse)',
     }),
   },
-  { default: {}, description: 'checks a pulled list must pass before it is applied; a refused list leaves the last one in force' },
+  {
+    default: { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+    description: 'checks a pulled list must pass before it is applied; a refused list leaves the last one in force',
+  },
 );
 
 const NetworkPolicyTarget = Type.Object(
