@@ -13,6 +13,7 @@ interface Flags {
   leaseNamespace?: string;
   leaseName: string;
   leaseDuration: number;
+  namespace?: string;
 }
 
 export function registerControllerCommands(program: Command): void {
@@ -27,6 +28,7 @@ export function registerControllerCommands(program: Command): void {
     .option('--leader-elect', 'run only while holding the leader Lease (for more than one replica)', false)
     .option('--lease-namespace <ns>', 'namespace of the leader Lease (default: own namespace in-cluster, else default)')
     .option('--lease-name <name>', 'name of the leader Lease', 'blockfeed-controller')
+    .option('--namespace <ns>', 'watch subscriptions of this namespace only (default: every namespace)')
     .option('--lease-duration <seconds>', 'leader lease duration', parseIntegerOption('--lease-duration', 2, 300), 15)
     .action(async (flags: Flags) => {
       const { log } = commandContext();
@@ -42,6 +44,7 @@ export function registerControllerCommands(program: Command): void {
           leaseNamespace: flags.leaseNamespace,
           leaseName: flags.leaseName,
           leaseDurationSeconds: flags.leaseDuration,
+          namespace: flags.namespace,
         },
         log,
       );

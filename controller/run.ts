@@ -23,6 +23,7 @@ export interface ControllerRunOptions {
   leaseNamespace?: string;
   leaseName: string;
   leaseDurationSeconds: number;
+  namespace?: string;
 }
 
 export interface RunningController {
@@ -104,7 +105,7 @@ export async function runController(options: ControllerRunOptions, log: Logger):
 
   const startLoop = async () => {
     metrics.isLeader.set(1);
-    controller = new SubscriptionController({ apis, log, metrics, clusterCidrs: options.clusterCidrs, concurrency: options.concurrency, instance: identity });
+    controller = new SubscriptionController({ apis, log, metrics, clusterCidrs: options.clusterCidrs, concurrency: options.concurrency, instance: identity, namespace: options.namespace });
     await controller.start();
     log.info({ identity }, 'watching BlocklistSubscriptions');
   };
