@@ -76,3 +76,6 @@ dev-cluster-down: ## stop the control plane started by make dev-cluster
 
 crds: ## regenerate crds/ from controller/api/v1alpha1.ts
 	node controller/api/generate-crd.ts
+
+bench-controller: deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
+	node bench/controller.ts
