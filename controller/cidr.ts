@@ -176,6 +176,48 @@ export function toIntervals(entries: readonly Entry[]): Intervals {
   return { v4: Float64Array.from(out4), v6: out6 };
 }
 
+/** True when a single IPv4 address lies inside one of the intervals; allocation-free for the hot path. */
+export function containsIPv4(list: Float64Array, address: number): boolean {
+  let lo = 0;
+  let hi = list.length / 2 - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (address < list[mid * 2]!) hi = mid - 1;
+    else if (address > list[mid * 2 + 1]!) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/**
+ * Strict dotted-quad IPv4 from bytes (ASCII), or -1: the feed's common case, parsed without making a string.
+ */
+export function parseIPv4Bytes(buf: Uint8Array, from: number, to: number): number {
+  let value = 0;
+  let part = 0;
+  let digits = 0;
+  let parts = 0;
+  for (let i = from; i < to; i++) {
+    const c = buf[i]!;
+    if (c >= DIGIT_0 && c <= DIGIT_9) {
+      if (digits > 0 && part === 0) return -1;
+      part = part * 10 + (c - DIGIT_0);
+      if (part > 255) return -1;
+      digits++;
+    } else if (c === DOT) {
+      if (digits === 0 || parts === 3) return -1;
+      value = value * 256 + part;
+      parts++;
+      part = 0;
+      digits = 0;
+    } else {
+      return -1;
+    }
+  }
+  if (digits === 0 || parts !== 3) return -1;
+  return value * 256 + part;
+}
+
 /** True when the whole entry lies inside one of the intervals (binary search). */
 export function coveredBy(entry: Entry, intervals: Intervals): boolean {
   if (entry.family === 4) {

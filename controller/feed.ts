@@ -44,11 +44,17 @@ export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
   return url;
 }
 
+/** Receives each body line: as a string, or as a byte range of a buffer valid only during the call. */
+export type LineSink = ((line: string) => void) | { bytes: (buf: Uint8Array, start: number, end: number) => void };
+
+const NEWLINE = 10;
+
 /**
- * Pulls the list. `onLine` receives every line (without its newline) as the body streams in. A 304 answers
+ * Pulls the list. The sink receives every line (without its newline) as the body streams in. A 304 answers
  * { changed: false }; every failure throws a FeedError saying why, after which nothing must be applied.
  */
-export async function pullFeed(options: PullOptions, onLine: (line: string) => void): Promise<PullResult> {
+export async function pullFeed(options: PullOptions, sink: LineSink): Promise<PullResult> {
+  const decoder = new TextDecoder('utf-8');
   const timeoutMs = options.timeoutMs ?? (options.feed.timeoutSeconds ?? DEFAULT_TIMEOUT_MS / 1000) * 1000;
   const maxBody = options.maxBodyBytes ?? options.feed.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const url = feedUrl(options.feed);
@@ -79,27 +85,45 @@ export async function pullFeed(options: PullOptions, onLine: (line: string) => v
     }
     let bytes = 0;
     let lines = 0;
-    let rest = '';
-    const decoder = new TextDecoder('utf-8');
+    // Lines are cut at newline bytes (a UTF-8 multi-byte character never contains one), so a byte sink
+    // sees the body without any string being made.
+    const emit =
+      typeof sink === 'function'
+        ? (buf: Uint8Array, start: number, end: number) => sink(decoder.decode(buf.subarray(start, end)))
+        : (buf: Uint8Array, start: number, end: number) => sink.bytes(buf, start, end);
+    let carry: Uint8Array | undefined;
     if (res.body) {
       for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
         bytes += chunk.byteLength;
         if (bytes > maxBody) throw new FeedError('TooLarge', `feed ${describe} body exceeds the ${maxBody}-byte limit`);
-        const text = rest + decoder.decode(chunk, { stream: true });
-        let start = 0;
-        let nl = text.indexOf('\n');
-        while (nl !== -1) {
-          onLine(text.slice(start, nl));
+        let pos = 0;
+        if (carry) {
+          const nl = chunk.indexOf(NEWLINE);
+          const head = nl === -1 ? chunk : chunk.subarray(0, nl);
+          const joined = new Uint8Array(carry.length + head.length);
+          joined.set(carry);
+          joined.set(head, carry.length);
+          if (nl === -1) {
+            carry = joined;
+            continue;
+          }
+          emit(joined, 0, joined.length);
           lines++;
-          start = nl + 1;
-          nl = text.indexOf('\n', start);
+          carry = undefined;
+          pos = nl + 1;
         }
-        rest = text.slice(start);
+        let nl = chunk.indexOf(NEWLINE, pos);
+        while (nl !== -1) {
+          emit(chunk, pos, nl);
+          lines++;
+          pos = nl + 1;
+          nl = chunk.indexOf(NEWLINE, pos);
+        }
+        if (pos < chunk.length) carry = chunk.slice(pos);
       }
     }
-    rest += decoder.decode();
-    if (rest !== '') {
-      onLine(rest);
+    if (carry?.length) {
+      emit(carry, 0, carry.length);
       lines++;
     }
     return { changed: true, etag: res.headers.get('etag') ?? undefined, bytes, lines };

@@ -96,7 +96,7 @@ async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Pr
   let pulled;
   try {
     const apiKey = await readApiKey(apis, sub);
-    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag }, (line) => sanitiser.add(line));
+    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag }, { bytes: (buf, start, end) => sanitiser.addBytes(buf, start, end) });
   } catch (err) {
     stopTimer();
     metrics.pullTotal.inc({ ...labels, result: 'failed' });

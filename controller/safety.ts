@@ -5,10 +5,12 @@
 import {
   CidrCollector,
   cidrCount,
+  containsIPv4,
   coveredBy,
   parseCidrStrict,
   parseEntry,
   parseIPv4,
+  parseIPv4Bytes,
   toIntervals,
   type CidrSet,
   type Entry,
@@ -68,6 +70,7 @@ export interface Sanitised {
 
 const NEVER_BLOCK_INTERVALS = toIntervals(NEVER_BLOCK.map(parseCidrStrict));
 const MAX_EXAMPLES = 3;
+const utf8 = new TextDecoder('utf-8');
 
 function unionIntervals(...lists: Intervals[]): Intervals {
   const toEntries = (iv: Intervals): Entry[] => {
@@ -151,6 +154,25 @@ export class Sanitiser {
     this.accepted++;
     if (v4 >= 0) this.collector.addIPv4(v4);
     else this.collector.add(entry);
+  }
+
+  /**
+   * One feed line as bytes (no newline). A plain IPv4 address, the bulk of any feed, is checked without
+   * making a string; anything else goes through add().
+   */
+  addBytes(buf: Uint8Array, start: number, end: number): void {
+    let e = end;
+    if (e > start && buf[e - 1] === 13) e--; // CRLF
+    const v4 = parseIPv4Bytes(buf, start, e);
+    if (v4 < 0) {
+      this.add(utf8.decode(buf.subarray(start, end)));
+      return;
+    }
+    if (containsIPv4(NEVER_BLOCK_INTERVALS.v4, v4)) return this.drop('never_block', utf8.decode(buf.subarray(start, e)));
+    if (containsIPv4(this.cluster.v4, v4)) return this.drop('cluster', utf8.decode(buf.subarray(start, e)));
+    if (containsIPv4(this.allow.v4, v4)) return this.drop('allowlist', utf8.decode(buf.subarray(start, e)));
+    this.accepted++;
+    this.collector.addIPv4(v4);
   }
 
   finish(): Sanitised {

@@ -51,6 +51,22 @@ describe('pullFeed', () => {
     expect(req.url).not.toContain('key=');
   });
 
+  it('hands a byte sink the same lines, also when they straddle chunks', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('203.0.113.1\n20');
+      setTimeout(() => {
+        res.write('3.0.1');
+        setTimeout(() => res.end('13.2\r\n广东\n2001:db8::1'), 10);
+      }, 10);
+    };
+    const lines: string[] = [];
+    const decoder = new TextDecoder();
+    const result = await pullFeed({ feed: feed() }, { bytes: (buf, start, end) => lines.push(decoder.decode(buf.subarray(start, end))) });
+    expect(lines).toEqual(['203.0.113.1', '203.0.113.2\r', '广东', '2001:db8::1']);
+    expect(result).toMatchObject({ changed: true, lines: 4 });
+  });
+
   it('treats 304 as unchanged', async () => {
     handler = (_req, res) => {
       res.writeHead(304, { etag: '"v1"' });

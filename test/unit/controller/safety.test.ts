@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cidrStrings } from '../../../controller/cidr.ts';
-import { DEFAULT_LIMITS, judge, sanitise } from '../../../controller/safety.ts';
+import { DEFAULT_LIMITS, Sanitiser, judge, sanitise } from '../../../controller/safety.ts';
 
 const limits = DEFAULT_LIMITS;
 
@@ -56,6 +57,33 @@ describe('sanitise', () => {
     const out = cidrStrings(r.set);
     expect(out).not.toContain('0.0.0.0/0');
     expect(out.some((c) => c.startsWith('10.') || c.startsWith('127.') || c.startsWith('192.168.'))).toBe(false);
+  });
+});
+
+describe('Sanitiser.addBytes', () => {
+  it('agrees with add() line for line (property)', () => {
+    const octet = fc.oneof(fc.integer({ min: 0, max: 255 }).map(String), fc.constantFrom('256', '01', '', 'x'));
+    const line = fc.oneof(
+      fc.tuple(octet, octet, octet, octet).map((p) => p.join('.')),
+      fc.constantFrom('10.0.0.1', '127.0.0.1', '45.60.1.1', '198.51.100.3', '# c', '', '2001:db8::1', '1.2.3.4 ; x', '1.2.3.4\r', ' 1.2.3.4'),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), (lines) => {
+        const opts = { clusterCidrs: ['45.60.0.0/16'], allowlist: ['198.51.100.0/24'], limits };
+        const byString = sanitise(lines, opts);
+        const bytes = new Sanitiser(opts);
+        const enc = new TextEncoder();
+        for (const l of lines) {
+          const buf = enc.encode(`xx${l}yy`);
+          bytes.addBytes(buf, 2, buf.length - 2);
+        }
+        const byBytes = bytes.finish();
+        expect(byBytes.dropped).toEqual(byString.dropped);
+        expect(cidrStrings(byBytes.set)).toEqual(cidrStrings(byString.set));
+        expect(byBytes.entries).toBe(byString.entries);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
