@@ -34,7 +34,28 @@ export class WriteCounter {
   }
 }
 
+/**
+ * client-node 2.x builds a new undici Agent for every request, so every API call pays a TLS handshake and
+ * certificate parsing — most of a sync's time against a real apiserver. Reuse one dispatcher per distinct
+ * TLS configuration (a rotated certificate gets a new one).
+ */
+export function reuseConnections(kubeConfig: KubeConfig): void {
+  const target = kubeConfig as unknown as { createDispatcher: (cluster: unknown, options: Record<string, unknown>) => unknown };
+  const original = target.createDispatcher.bind(kubeConfig);
+  const cache = new Map<string, unknown>();
+  target.createDispatcher = (cluster, options) => {
+    const key = createHash('sha256').update(JSON.stringify([cluster, options])).digest('hex');
+    let dispatcher = cache.get(key);
+    if (dispatcher === undefined) {
+      dispatcher = original(cluster, options);
+      cache.set(key, dispatcher);
+    }
+    return dispatcher;
+  };
+}
+
 export function makeApis(kubeConfig: KubeConfig): Apis {
+  reuseConnections(kubeConfig);
   return {
     kubeConfig,
     core: kubeConfig.makeApiClient(CoreV1Api),
@@ -46,6 +67,12 @@ export function makeApis(kubeConfig: KubeConfig): Apis {
 }
 
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/**
+ * Lists answer with metadata only (PartialObjectMetadataList): enough to find what to delete, without
+ * downloading every large list object again.
+ */
+export const metadataOnly = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
 
 export function statusCode(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;

@@ -3,7 +3,7 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
 import { FORMAT_KEYS, planShards, render } from '../formats.ts';
-import { SUBSCRIPTION_ANNOTATION, isNotFound, ownedLabels, ownedSelector, ownerReference, readOptional, sameJson } from '../k8s.ts';
+import { SUBSCRIPTION_ANNOTATION, isNotFound, metadataOnly, ownedLabels, ownedSelector, ownerReference, readOptional, sameJson } from '../k8s.ts';
 import type { TargetContext, TargetOutcome } from './types.ts';
 
 type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['configMap']>;
@@ -51,7 +51,7 @@ export async function applyConfigMaps(ctx: TargetContext, target: Target, shardB
     outcome.objects.push({ kind: 'ConfigMap', namespace, name, cidrs: cidrs.length });
   }
   // Shards beyond the new count (the list got shorter) go.
-  const existing = await apis.core.listNamespacedConfigMap({ namespace, labelSelector: `${ownedSelector(sub)},${TARGET_LABEL}=${target.name}` });
+  const existing = await apis.core.listNamespacedConfigMap({ namespace, labelSelector: `${ownedSelector(sub)},${TARGET_LABEL}=${target.name}` }, metadataOnly);
   for (const cm of existing.items) {
     if (names.has(cm.metadata!.name!)) continue;
     outcome.writes += await deleteConfigMap(ctx, namespace, cm.metadata!.name!);
@@ -72,7 +72,7 @@ async function deleteConfigMap(ctx: Omit<TargetContext, 'list'>, namespace: stri
 
 /** Finalizer: owner references would also do it, but only once the garbage collector runs. */
 export async function cleanupConfigMaps(ctx: Omit<TargetContext, 'list'>): Promise<number> {
-  const existing = await ctx.apis.core.listNamespacedConfigMap({ namespace: ctx.sub.metadata.namespace, labelSelector: ownedSelector(ctx.sub) });
+  const existing = await ctx.apis.core.listNamespacedConfigMap({ namespace: ctx.sub.metadata.namespace, labelSelector: ownedSelector(ctx.sub) }, metadataOnly);
   let writes = 0;
   for (const cm of existing.items) writes += await deleteConfigMap(ctx, ctx.sub.metadata.namespace, cm.metadata!.name!);
   return writes;

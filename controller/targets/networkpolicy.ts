@@ -8,6 +8,7 @@ import {
   SUBSCRIPTION_ANNOTATION,
   isNotFound,
   labelSelectorString,
+  metadataOnly,
   objectName,
   ownedLabels,
   ownedSelector,
@@ -85,7 +86,7 @@ export async function applyNetworkPolicies(ctx: TargetContext, target: Target): 
 
   // Namespaces no longer selected lose their policy.
   if (size <= NETWORK_POLICY_BUDGET) {
-    const owned = await apis.networking.listNetworkPolicyForAllNamespaces({ labelSelector: ownedSelector(sub) });
+    const owned = await apis.networking.listNetworkPolicyForAllNamespaces({ labelSelector: ownedSelector(sub) }, metadataOnly);
     for (const p of owned.items) {
       if (p.metadata?.name === name && selected.has(p.metadata.namespace!)) continue;
       outcome.writes += await deletePolicy(ctx, p.metadata!.namespace!, p.metadata!.name!);
@@ -111,7 +112,7 @@ async function deletePolicy(ctx: TargetContext | Omit<TargetContext, 'list'>, na
 
 /** Removes every policy this subscription wrote, in every namespace (finalizer). */
 export async function cleanupNetworkPolicies(ctx: Omit<TargetContext, 'list'>): Promise<number> {
-  const owned = await ctx.apis.networking.listNetworkPolicyForAllNamespaces({ labelSelector: ownedSelector(ctx.sub) });
+  const owned = await ctx.apis.networking.listNetworkPolicyForAllNamespaces({ labelSelector: ownedSelector(ctx.sub) }, metadataOnly);
   let writes = 0;
   for (const p of owned.items) writes += await deletePolicy(ctx, p.metadata!.namespace!, p.metadata!.name!);
   return writes;

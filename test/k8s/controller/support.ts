@@ -119,14 +119,16 @@ export async function patchSubscription(h: Harness, namespace: string, name: str
   await h.custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body }, mergePatch);
 }
 
-/** Sets blockfeed.dev/sync-now and waits for a sync that ended after it (lastSyncTime moves on). */
+/**
+ * Sets blockfeed.dev/sync-now and waits for a sync that started after it (a back-off retry already running
+ * does not count).
+ */
 export async function syncNow(h: Harness, namespace: string, name: string): Promise<BlocklistSubscription> {
-  const before = (await getSubscription(h, namespace, name)).status?.lastSyncTime;
-  await new Promise((r) => setTimeout(r, 5)); // lastSyncTime has millisecond resolution
-  await patchSubscription(h, namespace, name, { metadata: { annotations: { 'blockfeed.dev/sync-now': String(Date.now()) } } });
+  const asked = Date.now();
+  await patchSubscription(h, namespace, name, { metadata: { annotations: { 'blockfeed.dev/sync-now': String(asked) } } });
   return eventually(async () => {
     const sub = await getSubscription(h, namespace, name);
-    return sub.status?.lastSyncTime && sub.status.lastSyncTime !== before ? sub : undefined;
+    return sub.status?.lastSyncTime && new Date(sub.status.lastSyncTime).getTime() >= asked ? sub : undefined;
   }, 30_000, `a new sync of ${namespace}/${name}`);
 }
 
