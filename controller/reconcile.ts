@@ -255,7 +255,8 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
 
   if (sub.spec.suspend) {
     cond('Synced', 'False', 'Suspended', 'spec.suspend is true; the last applied list stays in force');
-    await patchStatus(deps.apis, sub, { ...status, observedGeneration: generation, conditions, nextSyncTime: undefined });
+    // null removes the field in a merge patch: a suspended subscription has no next sync.
+    await patchStatus(deps.apis, sub, { ...status, observedGeneration: generation, conditions, nextSyncTime: null as unknown as undefined });
     return { ok: true };
   }
 

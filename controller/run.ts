@@ -70,8 +70,12 @@ export async function runController(options: ControllerRunOptions, log: Logger):
   const metricsBind = parseBindAddress(options.metricsBindAddress, '--metrics-bind-address');
   const healthBind = parseBindAddress(options.healthProbeBindAddress, '--health-probe-bind-address');
   const kubeConfig = new KubeConfig();
-  if (options.kubeconfig) kubeConfig.loadFromFile(options.kubeconfig);
-  else kubeConfig.loadFromDefault();
+  try {
+    if (options.kubeconfig) kubeConfig.loadFromFile(options.kubeconfig);
+    else kubeConfig.loadFromDefault();
+  } catch (err) {
+    throw new UserError(`--kubeconfig: cannot load ${options.kubeconfig ?? 'the default kubeconfig'}: ${(err as Error).message}`);
+  }
   if (!kubeConfig.getCurrentCluster()) throw new UserError('no Kubernetes cluster configured: pass --kubeconfig or run in a cluster');
 
   const apis = makeApis(kubeConfig);
