@@ -101,6 +101,39 @@ describe('safety', () => {
   });
 });
 
+describe('a list too large for one NetworkPolicy', () => {
+  it('is Degraded, never split: no policy is written, the other targets still get the list', async () => {
+    const big = new FeedServer();
+    await big.start();
+    try {
+      // every other address: nothing aggregates, 60,000 CIDRs (over the 1 MiB policy budget)
+      big.lines = Array.from({ length: 60_000 }, (_, i) => `45.${80 + Math.floor(i / 32768)}.${Math.floor((i % 32768) / 128)}.${(i % 128) * 2}`);
+      await applySubscription(h, ns, 'huge', {
+        feed: { url: big.url, endpoint: 'export' },
+        safety: { maxEntries: 100_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+        targets: [
+          { networkPolicy: { namespaceSelector: { matchLabels: { 'blockfeed.dev/protect': ns } }, direction: 'Ingress' } },
+          { configMap: { name: 'huge', formats: ['txt'] } },
+        ],
+      });
+      const sub = await eventually(async () => {
+        const s = await getSubscription(h, ns, 'huge');
+        return s.status?.lastSyncTime ? s : undefined;
+      }, 60_000, 'a sync');
+      expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetTooLarge' });
+      expect(condition(sub, 'Degraded')!.message).toMatch(/does not fit one NetworkPolicy/);
+      expect(sub.status!.cidrs).toBe(60_000);
+      const policies = (await h.net.listNamespacedNetworkPolicy({ namespace: ns })).items.filter((p) => p.metadata!.name!.includes('huge'));
+      expect(policies).toEqual([]);
+      const cm = await h.core.readNamespacedConfigMap({ name: 'huge', namespace: ns });
+      expect(cm.data!['list.txt']!.split('\n').filter(Boolean)).toHaveLength(60_000);
+      expect((await events(h, ns, 'huge')).some((e) => e.type === 'Warning' && e.reason === 'TargetTooLarge')).toBe(true);
+    } finally {
+      await big.stop();
+    }
+  });
+});
+
 describe('CRD validation (CEL)', () => {
   const base = () => ({ feed: { url: feed.url, endpoint: 'export' }, targets: [{ configMap: { name: 'x', formats: ['txt'] } }] });
   const refuse = async (name: string, spec: unknown, pattern: RegExp) => {
