@@ -148,3 +148,24 @@ function canonical(v: unknown): string {
       : value,
   );
 }
+
+/** Runs fn over items, at most `limit` at a time (independent API writes), results in input order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** Equal string maps (ConfigMap data): no serialisation of megabytes just to compare them. */
+export function sameStringMap(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const ak = Object.keys(a ?? {});
+  if (ak.length !== Object.keys(b).length) return false;
+  return ak.every((k) => a![k] === b[k]);
+}

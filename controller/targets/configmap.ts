@@ -3,7 +3,18 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
 import { FORMAT_KEYS, planShards, render } from '../formats.ts';
-import { SUBSCRIPTION_ANNOTATION, isNotFound, metadataOnly, ownedLabels, ownedSelector, ownerReference, readOptional, sameJson } from '../k8s.ts';
+import {
+  SUBSCRIPTION_ANNOTATION,
+  isNotFound,
+  mapLimit,
+  metadataOnly,
+  ownedLabels,
+  ownedSelector,
+  ownerReference,
+  readOptional,
+  sameJson,
+  sameStringMap,
+} from '../k8s.ts';
 import type { TargetContext, TargetOutcome } from './types.ts';
 
 type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['configMap']>;
@@ -19,11 +30,11 @@ export async function applyConfigMaps(ctx: TargetContext, target: Target, shardB
   const outcome: TargetOutcome = { kind: 'ConfigMap', objects: [], writes: 0, problems: [] };
   const formats = [...new Set(target.formats)].sort();
   const shards = planShards(list.all, formats, shardBudget);
-  const names = new Set<string>();
-  for (const [index, cidrs] of shards.entries()) {
+  const names = new Set(shards.map((_, index) => shardName(target.name, index)));
+  // Shards are independent objects: write them side by side.
+  const written = await mapLimit(shards, 4, async (cidrs, index): Promise<number> => {
     const data = Object.fromEntries(formats.map((f) => [FORMAT_KEYS[f], render(f, cidrs, list.all.length)]));
     const name = shardName(target.name, index);
-    names.add(name);
     const labels = { ...ownedLabels(sub), [TARGET_LABEL]: target.name, [SHARD_LABEL]: String(index) };
     const annotations = { [SUBSCRIPTION_ANNOTATION]: `${namespace}/${sub.metadata.name}`, 'blockfeed.dev/shards': String(shards.length) };
     const desired: V1ConfigMap = {
@@ -32,24 +43,25 @@ export async function applyConfigMaps(ctx: TargetContext, target: Target, shardB
       metadata: { name, namespace, labels, annotations, ownerReferences: [ownerReference(sub)] },
       data,
     };
+    outcome.objects[index] = { kind: 'ConfigMap', namespace, name, cidrs: cidrs.length };
     const current = await readOptional(() => apis.core.readNamespacedConfigMap({ name, namespace }));
     if (!current) {
       await apis.core.createNamespacedConfigMap({ namespace, body: desired });
-      apis.writes.count('ConfigMap');
-      outcome.writes++;
     } else if (
-      !sameJson(current.data ?? {}, data) ||
+      !sameStringMap(current.data, data) ||
       !sameJson(current.metadata?.labels ?? {}, labels) ||
       !sameJson(current.metadata?.annotations ?? {}, annotations) ||
       !sameJson(current.metadata?.ownerReferences ?? [], desired.metadata!.ownerReferences)
     ) {
       desired.metadata!.resourceVersion = current.metadata?.resourceVersion;
       await apis.core.replaceNamespacedConfigMap({ name, namespace, body: desired });
-      apis.writes.count('ConfigMap');
-      outcome.writes++;
+    } else {
+      return 0;
     }
-    outcome.objects.push({ kind: 'ConfigMap', namespace, name, cidrs: cidrs.length });
-  }
+    apis.writes.count('ConfigMap');
+    return 1;
+  });
+  outcome.writes += written.reduce((a, b) => a + b, 0);
   // Shards beyond the new count (the list got shorter) go.
   const existing = await apis.core.listNamespacedConfigMap({ namespace, labelSelector: `${ownedSelector(sub)},${TARGET_LABEL}=${target.name}` }, metadataOnly);
   for (const cm of existing.items) {

@@ -8,6 +8,7 @@ import {
   SUBSCRIPTION_ANNOTATION,
   isNotFound,
   labelSelectorString,
+  mapLimit,
   metadataOnly,
   objectName,
   ownedLabels,
@@ -47,41 +48,44 @@ export async function applyNetworkPolicies(ctx: TargetContext, target: Target): 
   const namespaces = await apis.core.listNamespace({ labelSelector: labelSelectorString(target.namespaceSelector) });
   const selected = new Set(namespaces.items.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata!.name!));
 
-  for (const namespace of [...selected].sort()) {
-    if (size > NETWORK_POLICY_BUDGET) {
-      outcome.problems.push(
-        `the list (${list.all.length} CIDRs, ${size} bytes) does not fit one NetworkPolicy (${NETWORK_POLICY_BUDGET} bytes); the previous policy in ${namespace} stays`,
-      );
-      break;
-    }
-    const desired: V1NetworkPolicy = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: {
-        name,
-        namespace,
-        labels: ownedLabels(sub),
-        annotations: { [SUBSCRIPTION_ANNOTATION]: `${sub.metadata.namespace}/${sub.metadata.name}` },
-        ...(namespace === sub.metadata.namespace ? { ownerReferences: [ownerReference(sub)] } : {}),
-      },
-      spec,
-    };
-    const current = await readOptional(() => apis.networking.readNamespacedNetworkPolicy({ name, namespace }));
-    if (!current) {
-      await apis.networking.createNamespacedNetworkPolicy({ namespace, body: desired });
+  if (size > NETWORK_POLICY_BUDGET) {
+    outcome.problems.push(
+      `the list (${list.all.length} CIDRs, ${size} bytes) does not fit one NetworkPolicy (${NETWORK_POLICY_BUDGET} bytes); the previous policies stay`,
+    );
+  } else {
+    // One independent object per namespace: written side by side.
+    const written = await mapLimit([...selected].sort(), 8, async (namespace): Promise<number> => {
+      const desired: V1NetworkPolicy = {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: {
+          name,
+          namespace,
+          labels: ownedLabels(sub),
+          annotations: { [SUBSCRIPTION_ANNOTATION]: `${sub.metadata.namespace}/${sub.metadata.name}` },
+          ...(namespace === sub.metadata.namespace ? { ownerReferences: [ownerReference(sub)] } : {}),
+        },
+        spec,
+      };
+      outcome.objects.push({ kind: 'NetworkPolicy', namespace, name, cidrs: list.all.length });
+      const current = await readOptional(() => apis.networking.readNamespacedNetworkPolicy({ name, namespace }));
+      if (!current) {
+        await apis.networking.createNamespacedNetworkPolicy({ namespace, body: desired });
+      } else if (
+        !sameJson(current.spec, spec) ||
+        !sameJson(pick(current.metadata?.labels, desired.metadata!.labels!), desired.metadata!.labels) ||
+        !sameJson(current.metadata?.ownerReferences ?? [], desired.metadata!.ownerReferences ?? [])
+      ) {
+        desired.metadata!.resourceVersion = current.metadata?.resourceVersion;
+        await apis.networking.replaceNamespacedNetworkPolicy({ name, namespace, body: desired });
+      } else {
+        return 0;
+      }
       apis.writes.count('NetworkPolicy');
-      outcome.writes++;
-    } else if (
-      !sameJson(current.spec, spec) ||
-      !sameJson(pick(current.metadata?.labels, desired.metadata!.labels!), desired.metadata!.labels) ||
-      !sameJson(current.metadata?.ownerReferences ?? [], desired.metadata!.ownerReferences ?? [])
-    ) {
-      desired.metadata!.resourceVersion = current.metadata?.resourceVersion;
-      await apis.networking.replaceNamespacedNetworkPolicy({ name, namespace, body: desired });
-      apis.writes.count('NetworkPolicy');
-      outcome.writes++;
-    }
-    outcome.objects.push({ kind: 'NetworkPolicy', namespace, name, cidrs: list.all.length });
+      return 1;
+    });
+    outcome.writes += written.reduce((a, b) => a + b, 0);
+    outcome.objects.sort((a, b) => a.namespace.localeCompare(b.namespace));
   }
 
   // Namespaces no longer selected lose their policy.
