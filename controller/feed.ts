@@ -1,5 +1,7 @@
 // The feed client: one conditional GET of a list, its body streamed line by line into a consumer, bounded in
 // time and size. The API key travels only in the X-API-Key header, never in the URL (URLs end up in logs).
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { BlocklistSubscriptionSpec } from './api/v1alpha1.ts';
 
 export type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
@@ -64,23 +66,33 @@ export async function pullFeed(options: PullOptions, sink: LineSink): Promise<Pu
   const signal = AbortSignal.timeout(timeoutMs);
   const describe = `${url.origin}${url.pathname}`;
   try {
-    const res = await fetch(url, { headers, signal, redirect: 'error' });
-    if (res.status === 304) {
-      await res.body?.cancel();
+    // node:http rather than fetch: about half the time per megabyte, and the body arrives as Buffers.
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { headers, signal }, resolve);
+      req.once('error', reject);
+      req.end();
+    });
+    const header = (name: string) => {
+      const v = res.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const status = res.statusCode ?? 0;
+    if (status === 304) {
+      res.destroy();
       return { changed: false, status: 304 };
     }
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      throw new FeedError('HttpError', `feed ${describe} answered HTTP ${res.status}`, res.status);
+    if (status !== 200) {
+      res.destroy();
+      throw new FeedError('HttpError', `feed ${describe} answered HTTP ${status}`, status);
     }
-    const type = res.headers.get('content-type') ?? '';
+    const type = header('content-type') ?? '';
     if (/html|json|xml/i.test(type)) {
-      await res.body?.cancel();
+      res.destroy();
       throw new FeedError('NotAList', `feed ${describe} answered ${type}, not a text list`);
     }
-    const declared = Number(res.headers.get('content-length') ?? NaN);
+    const declared = Number(header('content-length') ?? NaN);
     if (declared > maxBody) {
-      await res.body?.cancel();
+      res.destroy();
       throw new FeedError('TooLarge', `feed ${describe} body of ${declared} bytes exceeds the ${maxBody}-byte limit`);
     }
     let bytes = 0;
@@ -92,45 +104,46 @@ export async function pullFeed(options: PullOptions, sink: LineSink): Promise<Pu
         ? (buf: Uint8Array, start: number, end: number) => sink(decoder.decode(buf.subarray(start, end)))
         : (buf: Uint8Array, start: number, end: number) => sink.bytes(buf, start, end);
     let carry: Uint8Array | undefined;
-    if (res.body) {
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        bytes += chunk.byteLength;
-        if (bytes > maxBody) throw new FeedError('TooLarge', `feed ${describe} body exceeds the ${maxBody}-byte limit`);
-        let pos = 0;
-        if (carry) {
-          const nl = chunk.indexOf(NEWLINE);
-          const head = nl === -1 ? chunk : chunk.subarray(0, nl);
-          const joined = new Uint8Array(carry.length + head.length);
-          joined.set(carry);
-          joined.set(head, carry.length);
-          if (nl === -1) {
-            carry = joined;
-            continue;
-          }
-          emit(joined, 0, joined.length);
-          lines++;
-          carry = undefined;
-          pos = nl + 1;
-        }
-        let nl = chunk.indexOf(NEWLINE, pos);
-        while (nl !== -1) {
-          emit(chunk, pos, nl);
-          lines++;
-          pos = nl + 1;
-          nl = chunk.indexOf(NEWLINE, pos);
-        }
-        if (pos < chunk.length) carry = chunk.slice(pos);
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      bytes += chunk.byteLength;
+      if (bytes > maxBody) {
+        res.destroy();
+        throw new FeedError('TooLarge', `feed ${describe} body exceeds the ${maxBody}-byte limit`);
       }
+      let pos = 0;
+      if (carry) {
+        const nl = chunk.indexOf(NEWLINE);
+        const head = nl === -1 ? chunk : chunk.subarray(0, nl);
+        const joined = new Uint8Array(carry.length + head.length);
+        joined.set(carry);
+        joined.set(head, carry.length);
+        if (nl === -1) {
+          carry = joined;
+          continue;
+        }
+        emit(joined, 0, joined.length);
+        lines++;
+        carry = undefined;
+        pos = nl + 1;
+      }
+      let nl = chunk.indexOf(NEWLINE, pos);
+      while (nl !== -1) {
+        emit(chunk, pos, nl);
+        lines++;
+        pos = nl + 1;
+        nl = chunk.indexOf(NEWLINE, pos);
+      }
+      if (pos < chunk.length) carry = chunk.slice(pos);
     }
     if (carry?.length) {
       emit(carry, 0, carry.length);
       lines++;
     }
-    return { changed: true, etag: res.headers.get('etag') ?? undefined, bytes, lines };
+    return { changed: true, etag: header('etag'), bytes, lines };
   } catch (err) {
     if (err instanceof FeedError) throw err;
     if (signal.aborted) throw new FeedError('Timeout', `feed ${describe} did not answer within ${timeoutMs / 1000}s`);
-    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    throw new FeedError('Unreachable', `feed ${describe} unreachable: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new FeedError('Unreachable', `feed ${describe} unreachable: ${code ?? (err as Error).message}`);
   }
 }
