@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../common/logging.ts';
 import type { Database } from '../db/database.ts';
+import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 
@@ -12,9 +13,11 @@ export interface ServerDeps {
   db: Database;
   log: Logger;
   registry: Registry;
+  /** Enables POST /internal/v1/events (sensors pushing logs) with this bearer token. */
+  ingestToken?: string;
 }
 
-export async function buildServer({ db, log, registry }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, ingestToken }: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -29,5 +32,6 @@ export async function buildServer({ db, log, registry }: ServerDeps): Promise<Fa
   });
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
+  if (ingestToken) await app.register(ingestRoute, { pool: db.pool, token: ingestToken });
   return app;
 }
