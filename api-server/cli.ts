@@ -4,6 +4,7 @@ import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { serve } from './serve.ts';
+import { registerKeysCommands } from './keys/cli.ts';
 
 export function registerApiServerCommands(program: Command): void {
   program
@@ -32,4 +33,6 @@ export function registerApiServerCommands(program: Command): void {
         await db.close();
       }
     });
+
+  registerKeysCommands(program);
 }

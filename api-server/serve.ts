@@ -20,7 +20,7 @@ export async function startServer({ config, log }: CommandContext): Promise<Runn
   let app: FastifyInstance | undefined;
   try {
     await migrate(db.pool, log);
-    app = await buildServer({ db, log, registry: createRegistry({ program: 'api-server' }) });
+    app = await buildServer({ db, log, config, registry: createRegistry({ program: 'api-server' }) });
     await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') throw new UserError(`port ${config.port} is already in use on ${config.host}; set PORT to a free port`);
       if (err.code === 'EACCES') throw new UserError(`not allowed to listen on port ${config.port}; set PORT to a port above 1023`);

@@ -7,14 +7,17 @@ import type { Logger } from '../../common/logging.ts';
 import type { Database } from '../db/database.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
+import type { Config } from '../../common/config.ts';
+import { blocklistApi } from './api.ts';
 
 export interface ServerDeps {
   db: Database;
   log: Logger;
   registry: Registry;
+  config: Config;
 }
 
-export async function buildServer({ db, log, registry }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, config }: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -22,12 +25,14 @@ export async function buildServer({ db, log, registry }: ServerDeps): Promise<Fa
     // Idle keep-alive sockets close at once on shutdown; busy ones finish their response first.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    trustProxy: false,
+    // X-Forwarded-For only from the configured proxies (TRUSTED_PROXIES); else the socket's address.
+    trustProxy: config.trustedProxies.length ? config.trustedProxies : false,
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ req, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
+  await app.register(blocklistApi, { pool: db.pool, log, registry, config });
   return app;
 }

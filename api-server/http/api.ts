@@ -1,0 +1,63 @@
+// The blocklist API as one fastify context: problem+json errors, then for every API route auth → limits →
+// (cache or store) → response, plus /openapi.json and the API's metrics. Each step lives in its own file.
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type pg from 'pg';
+import type { Config } from '../../common/config.ts';
+import type { Logger } from '../../common/logging.ts';
+import { parseTierQuotas } from '../keys/tiers.ts';
+import { createApiMetrics } from './api-metrics.ts';
+import { createAuthenticator } from './auth.ts';
+import { ResponseCache } from './cache.ts';
+import { createLimiter, pruneCounters } from './limits.ts';
+import { openApiRoute, registerOpenApi } from './openapi.ts';
+import { installProblemHandlers } from './problem.ts';
+import type { ApiRouteConfig } from './route-config.ts';
+import { variantARoutes } from './variant-a.ts';
+import { variantBRoutes } from './variant-b.ts';
+
+export interface ApiOptions {
+  pool: pg.Pool;
+  log: Logger;
+  registry: Registry;
+  config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'keyCacheSeconds'>;
+}
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+function apiRoute(config: unknown): ApiRouteConfig | undefined {
+  const c = config as Partial<ApiRouteConfig> | undefined;
+  return c?.variant && c.access && c.endpoint ? (c as ApiRouteConfig) : undefined;
+}
+
+export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config }: ApiOptions): Promise<void> {
+  installProblemHandlers(app);
+  const metrics = createApiMetrics(registry);
+  const cache = new ResponseCache({ maxBytes: config.cacheMaxBytes, lookups: metrics.cacheLookups });
+  const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
+  const enforceLimits = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections });
+
+  app.addHook('preHandler', async (req, reply) => {
+    const route = apiRoute(req.routeOptions.config);
+    if (!route) return;
+    const caller = await auth.authenticate(req, route);
+    await enforceLimits(req, reply, caller, route);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    metrics.requestDuration.observe(
+      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
+  prune.unref();
+  app.addHook('onClose', async () => clearInterval(prune));
+
+  await registerOpenApi(app, VERSION);
+  const deps = { pool, log, cache };
+  await app.register(variantARoutes, deps);
+  await app.register(variantBRoutes, deps);
+  await app.register(openApiRoute);
+}

@@ -1,0 +1,91 @@
+// Who is calling: anonymous, or a subscription key presented as `Authorization: Bearer` (variant A) or
+// `X-API-Key` / `key=` (variant B). Verified keys are remembered briefly so a hot path costs no query.
+import type { FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import type pg from 'pg';
+import type { ApiKey } from '../keys/store.ts';
+import { verifyKey } from '../keys/store.ts';
+import { hashKey } from '../keys/secret.ts';
+import type { Quota } from '../keys/tiers.ts';
+import { ProblemError } from './problem.ts';
+import type { ApiRouteConfig } from './route-config.ts';
+
+export type Caller = { kind: 'anonymous' } | { kind: 'key'; key: ApiKey; quota: Quota };
+
+export interface Authenticator {
+  authenticate(req: FastifyRequest, route: ApiRouteConfig): Promise<Caller>;
+}
+
+export interface AuthOptions {
+  pool: pg.Pool;
+  tiers: Map<string, Quota>;
+  keyCacheSeconds: number;
+  /** Where members download the basic list (named in the 403 detail). */
+  websiteDownload?: string;
+}
+
+const NO_ACCESS: Quota = { kind: 'none' };
+
+function unauthorized(variant: 'A' | 'B', detail: string): ProblemError {
+  return new ProblemError({
+    status: 401,
+    slug: 'unauthorized',
+    title: 'Missing or invalid credential',
+    detail,
+    headers: variant === 'A' ? { 'www-authenticate': 'Bearer realm="blockfeed"' } : { 'www-authenticate': 'APIKey realm="blockfeed", header="X-API-Key"' },
+  });
+}
+
+/** The secret the request presents for its variant, '' for a malformed Authorization header, or undefined. */
+export function presentedSecret(req: FastifyRequest, variant: 'A' | 'B'): string | undefined {
+  if (variant === 'A') {
+    const header = req.headers.authorization;
+    if (header === undefined) return undefined;
+    const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    return m?.[1] ?? '';
+  }
+  const header = req.headers['x-api-key'];
+  if (typeof header === 'string') return header.trim();
+  const query = req.query as { key?: unknown } | undefined;
+  return typeof query?.key === 'string' ? query.key : undefined;
+}
+
+export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownload = 'the download page of the member centre' }: AuthOptions): Authenticator {
+  const verified = keyCacheSeconds > 0 ? new LRUCache<string, ApiKey>({ max: 10_000, ttl: keyCacheSeconds * 1000 }) : undefined;
+
+  async function lookup(secret: string): Promise<ApiKey | undefined> {
+    const id = hashKey(secret).toString('base64');
+    const known = verified?.get(id);
+    if (known) return known;
+    const key = await verifyKey(pool, secret);
+    if (key) verified?.set(id, key);
+    return key;
+  }
+
+  return {
+    async authenticate(req, route) {
+      const secret = presentedSecret(req, route.variant);
+      if (secret === undefined) {
+        if (route.access === 'key') {
+          throw unauthorized(route.variant, 'this endpoint needs a subscription API key: send it in the X-API-Key header (or as key= for temporary script use)');
+        }
+        return { kind: 'anonymous' };
+      }
+      if (secret === '') throw unauthorized(route.variant, 'the Authorization header must read "Bearer <token>"');
+      const key = await lookup(secret);
+      if (!key) throw unauthorized(route.variant, route.variant === 'A' ? 'the bearer token is invalid or revoked' : 'the API key is invalid or revoked');
+      const quota = tiers.get(key.tier) ?? NO_ACCESS;
+      if (quota.kind === 'none') {
+        // Public endpoints stay public: a member key there counts as no key.
+        if (route.access === 'public' && route.variant === 'B') return { kind: 'anonymous' };
+        throw new ProblemError({
+          status: 403,
+          slug: 'no-api-access',
+          title: 'No API access for this membership tier',
+          detail: `keys of the "${key.tier}" tier have no API or script access; download the basic blocklist from ${websiteDownload} on the website, or upgrade to a subscription tier`,
+        });
+      }
+      return { kind: 'key', key, quota };
+    },
+  };
+}
