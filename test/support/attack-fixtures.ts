@@ -104,7 +104,8 @@ export async function generateAddresses(pool: pg.Pool, count: number, withinHour
   );
   await pool.query(
     `insert into ip_hourly (hour, ip, attacks, services, sources, max_action, ports, first_seen, last_seen)
-     select date_trunc('hour', last_seen), ip, 1, 1, 2, 0, '{22}', last_seen, last_seen from addresses`,
+     select date_trunc('hour', last_seen), ip, 1, 1, 2, 0, '{22}', last_seen, last_seen from addresses
+     on conflict do nothing`,
   );
   await pool.query('analyze addresses');
   await pool.query('analyze ip_hourly');
