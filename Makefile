@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration check clean
+.PHONY: help run deps typecheck lint test test-unit test-integration check clean bench-export bench-serve
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -47,6 +47,12 @@ test: deps ## everything CI runs: typecheck, lint, every test tier
 	npx vitest run
 
 check: typecheck lint ## static checks only
+
+bench-export: deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY (needs psql, curl)
+	node bench/export.ts
+
+bench-serve: deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
+	node bench/serve.ts
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache

@@ -1,7 +1,7 @@
 // The blocklist API as one fastify context: problem+json errors, then for every API route auth → limits →
 // (cache or store) → response, plus /openapi.json and the API's metrics. Each step lives in its own file.
 import { readFileSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type pg from 'pg';
 import type { Config } from '../../common/config.ts';
@@ -14,6 +14,7 @@ import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
 import { installProblemHandlers } from './problem.ts';
 import type { ApiRouteConfig } from './route-config.ts';
+import type { ResponderDeps } from './respond.ts';
 import { variantARoutes } from './variant-a.ts';
 import { variantBRoutes } from './variant-b.ts';
 
@@ -26,11 +27,6 @@ export interface ApiOptions {
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-function apiRoute(config: unknown): ApiRouteConfig | undefined {
-  const c = config as Partial<ApiRouteConfig> | undefined;
-  return c?.variant && c.access && c.endpoint ? (c as ApiRouteConfig) : undefined;
-}
-
 export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config }: ApiOptions): Promise<void> {
   installProblemHandlers(app);
   const metrics = createApiMetrics(registry);
@@ -38,17 +34,15 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
   const enforceLimits = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections });
 
-  app.addHook('preHandler', async (req, reply) => {
-    const route = apiRoute(req.routeOptions.config);
-    if (!route) return;
-    const caller = await auth.authenticate(req, route);
-    await enforceLimits(req, reply, caller, route);
-  });
-  app.addHook('onResponse', async (req, reply) => {
-    metrics.requestDuration.observe(
-      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+  // Attached per route (not as context-wide hooks) so each knows its route without a per-request lookup.
+  const guard: ResponderDeps['guard'] = (route: ApiRouteConfig, url: string) => ({
+    preHandler: async (req: FastifyRequest, reply: FastifyReply) => {
+      const caller = await auth.authenticate(req, route);
+      await enforceLimits(req, reply, caller, route);
+    },
+    onResponse: async (req: FastifyRequest, reply: FastifyReply) => {
+      metrics.requestDuration.observe({ method: req.method, route: url, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    },
   });
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
@@ -56,7 +50,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   app.addHook('onClose', async () => clearInterval(prune));
 
   await registerOpenApi(app, VERSION);
-  const deps = { pool, log, cache };
+  const deps: ResponderDeps = { pool, log, cache, guard };
   await app.register(variantARoutes, deps);
   await app.register(variantBRoutes, deps);
   await app.register(openApiRoute);

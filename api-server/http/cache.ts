@@ -9,6 +9,8 @@ import type { Counter } from 'prom-client';
 
 export interface CachedBody {
   body: Buffer;
+  /** Small bodies also as text: Node writes headers and a string body in one write, a Buffer in a writev. */
+  text?: string;
   etag: string;
   generatedAt: Date;
   ttlSeconds: number;
@@ -44,6 +46,8 @@ export function etagMatches(ifNoneMatch: string | undefined, etag: string): bool
   return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
 }
 
+const SMALL_BODY_BYTES = 64 * 1024;
+
 export interface ResponseCacheOptions {
   maxBytes: number;
   lookups: Counter<'endpoint' | 'result'>;
@@ -60,7 +64,7 @@ export class ResponseCache {
     this.maxEntryBytes = Math.floor(maxBytes / 4);
     this.#lru =
       maxBytes > 0
-        ? new LRUCache<string, CachedBody>({ maxSize: maxBytes, maxEntrySize: this.maxEntryBytes, sizeCalculation: (v, k) => v.body.length + k.length + 256 })
+        ? new LRUCache<string, CachedBody>({ maxSize: maxBytes, maxEntrySize: this.maxEntryBytes, sizeCalculation: (v, k) => v.body.length * (v.text === undefined ? 1 : 2) + k.length + 256 })
         : undefined;
   }
 
@@ -71,7 +75,9 @@ export class ResponseCache {
   }
 
   set(key: string, entry: CachedBody): void {
-    if (entry.body.length <= this.maxEntryBytes) this.#lru?.set(key, entry, { ttl: entry.ttlSeconds * 1000 });
+    if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
+    const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
+    this.#lru.set(key, { ...entry, text }, { ttl: entry.ttlSeconds * 1000 });
   }
 
   /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
@@ -118,7 +124,7 @@ export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: '
     reply.removeHeader('content-disposition');
     return reply.code(304).send();
   }
-  return reply.send(entry.body);
+  return reply.send(entry.text ?? entry.body);
 }
 
 /** Answers with a stream (no ETag yet: it is known only at the end; the cached copy carries one). */

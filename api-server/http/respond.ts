@@ -1,7 +1,7 @@
 // The shared shape of every API handler: look in the cache, else produce the body (a whole document or a
 // stream from the store) and keep a copy. Headers for download and truncation travel with the cached copy.
 import { pipeline } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type pg from 'pg';
 import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
@@ -15,6 +15,8 @@ export interface ResponderDeps {
   pool: pg.Pool;
   log: Logger;
   cache: ResponseCache;
+  /** The per-route hooks: auth → limits before the handler, request metrics after the response. */
+  guard(route: ApiRouteConfig, url: string): Pick<RouteShorthandOptions, 'preHandler' | 'onResponse'>;
 }
 
 export const CONTENT_TYPES: Record<Format, string> = {
@@ -25,10 +27,6 @@ export const CONTENT_TYPES: Record<Format, string> = {
 
 export function downloadName(endpoint: string, hours: number, at: Date, format: Format): string {
   return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
-}
-
-function routeOf(req: FastifyRequest): ApiRouteConfig {
-  return req.routeOptions.config as unknown as ApiRouteConfig;
 }
 
 function visibility(route: ApiRouteConfig): 'public' | 'private' {
@@ -44,8 +42,7 @@ export interface ListRequest {
   truncates: boolean;
 }
 
-export async function respondList(deps: ResponderDeps, req: FastifyRequest, reply: FastifyReply, list: ListRequest): Promise<FastifyReply> {
-  const route = routeOf(req);
+export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, req: FastifyRequest, reply: FastifyReply, list: ListRequest): Promise<FastifyReply> {
   const key = cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);
@@ -76,11 +73,11 @@ export async function respondList(deps: ResponderDeps, req: FastifyRequest, repl
 /** For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). */
 export async function respondDocument(
   deps: ResponderDeps,
+  route: ApiRouteConfig,
   req: FastifyRequest,
   reply: FastifyReply,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
 ): Promise<FastifyReply> {
-  const route = routeOf(req);
   const key = cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);

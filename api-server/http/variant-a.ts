@@ -12,33 +12,35 @@ import type { ApiRouteConfig } from './route-config.ts';
 
 const BEARER: Record<string, string[]>[] = [{}, { bearerToken: [] }];
 
-function config(endpoint: string): ApiRouteConfig {
-  return { variant: 'A', access: 'public', endpoint };
-}
+const DEDUP: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'dedup' };
+const STATS: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'stats' };
+const RECENT: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'recent' };
 
 export async function variantARoutes(app: FastifyInstance, deps: ResponderDeps): Promise<void> {
-  app.get('/api/honeypot/dedup', {
-    config: config('dedup'),
+  const path = { dedup: '/api/honeypot/dedup', stats: '/api/honeypot/stats', recent: '/api/honeypot/recent' };
+
+  app.get(path.dedup, {
+    ...deps.guard(DEDUP, path.dedup),
     schema: { tags: ['variant A'], summary: 'Attackers deduplicated by address, with the active scan sources', querystring: HoneypotDedupParams, security: BEARER },
   }, async (req, reply) => {
     const q = req.query as Static<typeof HoneypotDedupParams>;
-    return respondList(deps, req, reply, { filter: (now) => dedupFilter(q, now), format: q.format, hours: q.hours, download: q.download, truncates: false });
+    return respondList(deps, DEDUP, req, reply, { filter: (now) => dedupFilter(q, now), format: q.format, hours: q.hours, download: q.download, truncates: false });
   });
 
-  app.get('/api/honeypot/stats', {
-    config: config('stats'),
+  app.get(path.stats, {
+    ...deps.guard(STATS, path.stats),
     schema: { tags: ['variant A'], summary: 'Total attacks, unique addresses, top countries and ports', querystring: HoneypotStatsParams, security: BEARER },
   }, async (req, reply) => {
     const q = req.query as Static<typeof HoneypotStatsParams>;
-    return respondDocument(deps, req, reply, { hours: q.hours, format: 'json', produce: async (now) => `${JSON.stringify(await queryStats(deps.pool, now, q.hours))}\n` });
+    return respondDocument(deps, STATS, req, reply, { hours: q.hours, format: 'json', produce: async (now) => `${JSON.stringify(await queryStats(deps.pool, now, q.hours))}\n` });
   });
 
-  app.get('/api/honeypot/recent', {
-    config: config('recent'),
+  app.get(path.recent, {
+    ...deps.guard(RECENT, path.recent),
     schema: { tags: ['variant A'], summary: 'Most recent attack events with the honeypot command', querystring: HoneypotRecentParams, security: BEARER },
   }, async (req, reply) => {
     const q = req.query as Static<typeof HoneypotRecentParams>;
-    return respondDocument(deps, req, reply, {
+    return respondDocument(deps, RECENT, req, reply, {
       format: q.format,
       produce: async (now) => formatRecent(await queryRecent(deps.pool, q.limit), q.format, true, now.toISOString()),
     });
