@@ -8,7 +8,7 @@ import type { Config } from '../../common/config.ts';
 import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
 import { createApiMetrics } from './api-metrics.ts';
-import { createAuthenticator } from './auth.ts';
+import { createAuthenticator, type Caller } from './auth.ts';
 import { ResponseCache } from './cache.ts';
 import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
@@ -32,18 +32,45 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   const metrics = createApiMetrics(registry);
   const cache = new ResponseCache({ maxBytes: config.cacheMaxBytes, lookups: metrics.cacheLookups });
   const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
-  const enforceLimits = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections });
+  const limiter = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections });
 
   // Attached per route (not as context-wide hooks) so each knows its route without a per-request lookup.
-  const guard: ResponderDeps['guard'] = (route: ApiRouteConfig, url: string) => ({
-    preHandler: async (req: FastifyRequest, reply: FastifyReply) => {
-      const caller = await auth.authenticate(req, route);
-      await enforceLimits(req, reply, caller, route);
-    },
-    onResponse: async (req: FastifyRequest, reply: FastifyReply) => {
-      metrics.requestDuration.observe({ method: req.method, route: url, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
-    },
-  });
+  // The common case of a cached answer (no credential, or a recently verified unmetered key) takes no
+  // promise at all: callback hooks, finished synchronously.
+  const guard: ResponderDeps['guard'] = (route: ApiRouteConfig, url: string) => {
+    const timers = new Map<string, (seconds: number) => void>();
+    const timerFor = (method: string, status: number) => {
+      const id = `${method} ${status}`;
+      let timer = timers.get(id);
+      if (!timer) {
+        const child = metrics.requestDuration.labels({ method, route: url, status: String(status) });
+        timer = (seconds: number) => child.observe(seconds);
+        timers.set(id, timer);
+      }
+      return timer;
+    };
+    const admit = (req: FastifyRequest, reply: FastifyReply, caller: Caller, done: (err?: Error) => void) => {
+      const policy = limiter.policy(req, caller, route);
+      if (!policy) return done();
+      limiter.enforce(reply, caller, policy).then(() => done(), done);
+    };
+    return {
+      preHandler: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+        let caller: Caller | Promise<Caller>;
+        try {
+          caller = auth.authenticate(req, route);
+        } catch (err) {
+          return done(err as Error);
+        }
+        if (caller instanceof Promise) caller.then((c) => admit(req, reply, c, done), done);
+        else admit(req, reply, caller, done);
+      },
+      onResponse: (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+        timerFor(req.method, reply.statusCode)(reply.elapsedTime / 1000);
+        done();
+      },
+    };
+  };
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();

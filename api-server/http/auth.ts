@@ -12,7 +12,8 @@ import type { ApiRouteConfig } from './route-config.ts';
 export type Caller = { kind: 'anonymous' } | { kind: 'key'; key: ApiKey; quota: Quota };
 
 export interface Authenticator {
-  authenticate(req: FastifyRequest, route: ApiRouteConfig): Promise<Caller>;
+  /** The caller, synchronously when no store lookup is needed (no credential, or a recently verified key). */
+  authenticate(req: FastifyRequest, route: ApiRouteConfig): Caller | Promise<Caller>;
 }
 
 export interface AuthOptions {
@@ -52,18 +53,24 @@ export function presentedSecret(req: FastifyRequest, variant: 'A' | 'B'): string
 export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownload = 'the download page of the member centre' }: AuthOptions): Authenticator {
   const verified = keyCacheSeconds > 0 ? new LRUCache<string, ApiKey>({ max: 10_000, ttl: keyCacheSeconds * 1000 }) : undefined;
 
-  async function lookup(secret: string): Promise<ApiKey | undefined> {
-    // Keyed by the presented secret itself: it is in this process's memory anyway while the request lives,
-    // and hashing it on every request costs more than the rest of a cached answer.
-    const known = verified?.get(secret);
-    if (known) return known;
-    const key = await verifyKey(pool, secret);
-    if (key) verified?.set(secret, key);
-    return key;
+  function classify(key: ApiKey | undefined, route: ApiRouteConfig): Caller {
+    if (!key) throw unauthorized(route.variant, route.variant === 'A' ? 'the bearer token is invalid or revoked' : 'the API key is invalid or revoked');
+    const quota = tiers.get(key.tier) ?? NO_ACCESS;
+    if (quota.kind === 'none') {
+      // Public endpoints stay public: a member key there counts as no key.
+      if (route.access === 'public' && route.variant === 'B') return { kind: 'anonymous' };
+      throw new ProblemError({
+        status: 403,
+        slug: 'no-api-access',
+        title: 'No API access for this membership tier',
+        detail: `keys of the "${key.tier}" tier have no API or script access; download the basic blocklist from ${websiteDownload} on the website, or upgrade to a subscription tier`,
+      });
+    }
+    return { kind: 'key', key, quota };
   }
 
   return {
-    async authenticate(req, route) {
+    authenticate(req, route) {
       const secret = presentedSecret(req, route.variant);
       if (secret === undefined) {
         if (route.access === 'key') {
@@ -72,20 +79,14 @@ export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownl
         return { kind: 'anonymous' };
       }
       if (secret === '') throw unauthorized(route.variant, 'the Authorization header must read "Bearer <token>"');
-      const key = await lookup(secret);
-      if (!key) throw unauthorized(route.variant, route.variant === 'A' ? 'the bearer token is invalid or revoked' : 'the API key is invalid or revoked');
-      const quota = tiers.get(key.tier) ?? NO_ACCESS;
-      if (quota.kind === 'none') {
-        // Public endpoints stay public: a member key there counts as no key.
-        if (route.access === 'public' && route.variant === 'B') return { kind: 'anonymous' };
-        throw new ProblemError({
-          status: 403,
-          slug: 'no-api-access',
-          title: 'No API access for this membership tier',
-          detail: `keys of the "${key.tier}" tier have no API or script access; download the basic blocklist from ${websiteDownload} on the website, or upgrade to a subscription tier`,
-        });
-      }
-      return { kind: 'key', key, quota };
+      // Keyed by the presented secret itself: it is in this process's memory anyway while the request lives,
+      // and hashing it on every request would cost more than the rest of a cached answer.
+      const known = verified?.get(secret);
+      if (known) return classify(known, route);
+      return verifyKey(pool, secret).then((key) => {
+        if (key) verified?.set(secret, key);
+        return classify(key, route);
+      });
     },
   };
 }

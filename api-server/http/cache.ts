@@ -68,9 +68,17 @@ export class ResponseCache {
         : undefined;
   }
 
+  readonly #counters = new Map<string, { inc(): void }>();
+
   get(endpoint: string, key: string): CachedBody | undefined {
     const hit = this.#lru?.get(key);
-    this.#lookups.inc({ endpoint, result: hit ? 'hit' : 'miss' });
+    const id = `${endpoint} ${hit ? 'hit' : 'miss'}`;
+    let counter = this.#counters.get(id);
+    if (!counter) {
+      counter = this.#lookups.labels({ endpoint, result: hit ? 'hit' : 'miss' });
+      this.#counters.set(id, counter);
+    }
+    counter.inc();
     return hit;
   }
 

@@ -58,10 +58,17 @@ export interface LimiterOptions {
   rejections: Counter<'policy'>;
 }
 
-export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterOptions) {
-  return async function enforce(req: FastifyRequest, reply: FastifyReply, caller: Caller, route: ApiRouteConfig): Promise<void> {
-    const policy = policyFor(caller, route, req.ip, anonymousPerMinute);
-    if (!policy) return;
+export interface Limiter {
+  /** The policy metering this request, if any (pure; no I/O). */
+  policy(req: FastifyRequest, caller: Caller, route: ApiRouteConfig): Policy | undefined;
+  /** Counts the request under its policy; announces the limit; throws 429 when it is spent. */
+  enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void>;
+}
+
+export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterOptions): Limiter {
+  const policy = (req: FastifyRequest, caller: Caller, route: ApiRouteConfig) => policyFor(caller, route, req.ip, anonymousPerMinute);
+  return { policy, enforce };
+  async function enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void> {
     const count = await countHit(pool, policy);
     reply.header('ratelimit-policy', policyHeader(policy));
     reply.header('ratelimit', rateLimitHeader(policy, count));
@@ -78,7 +85,7 @@ export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterO
         retryAfterSeconds: count.resetSeconds,
       });
     }
-  };
+  }
 }
 
 /** Forgets counters of windows long past. */

@@ -21,25 +21,29 @@ function shown(raw: string): string {
 }
 
 function parseOne(name: string, raw: string, schema: ParamSchema): { value: unknown } | ParamProblem {
-  const allowed = describeAllowed(schema);
+  const problem = (reason: string): ParamProblem => ({ name, reason, allowed: describeAllowed(schema) });
+  if (schema.enum) {
+    const hit = schema.enum.find((v) => String(v) === raw);
+    return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };
+  }
   const values = allowedValues(schema);
   if (values) {
     const hit = values.find((v) => String(v) === raw);
-    return hit === undefined ? { name, reason: `unknown value ${shown(raw)}`, allowed } : { value: hit };
+    return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };
   }
   if (schema.type === 'integer') {
-    if (!/^-?\d+$/.test(raw)) return { name, reason: `${shown(raw)} is not an integer`, allowed };
+    if (!/^-?\d+$/.test(raw)) return problem(`${shown(raw)} is not an integer`);
     const n = Number(raw);
     if ((schema.minimum !== undefined && n < schema.minimum) || (schema.maximum !== undefined && n > schema.maximum)) {
-      return { name, reason: `${n} is out of range`, allowed };
+      return problem(`${n} is out of range`);
     }
     return { value: n };
   }
   if (schema.type === 'string') {
-    if (schema.minLength !== undefined && raw.length < schema.minLength) return { name, reason: 'too short', allowed };
+    if (schema.minLength !== undefined && raw.length < schema.minLength) return problem('too short');
     return { value: raw };
   }
-  return { name, reason: 'unsupported parameter type', allowed };
+  return problem('unsupported parameter type');
 }
 
 /** Validates and coerces a parsed query string; applies the schema's defaults. */
