@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration check clean bench-export bench-serve
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean bench-export bench-serve
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -42,7 +42,10 @@ test-unit: deps ## unit tier only
 test-integration: deps ## integration tier only (real embedded PostgreSQL)
 	npx vitest run --project integration
 
-test: deps ## everything CI runs: typecheck, lint, every test tier
+test-k8s: deps k8s-bin ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager)
+	npx vitest run --project k8s
+
+test: deps k8s-bin ## everything CI runs: typecheck, lint, every test tier (builds the k8s binaries once)
 	$(MAKE) --no-print-directory typecheck lint
 	npx vitest run
 
@@ -56,3 +59,23 @@ bench-serve: deps ## benchmark: cached list vs nginx, cached stats vs bare fasti
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
+
+# --- Kubernetes test control plane for people (same harness as the k8s test tier) ---------------------
+DEV_CLUSTER_DIR := .cache/dev-cluster
+.PHONY: dev-cluster dev-cluster-down
+dev-cluster: deps k8s-bin ## start etcd + kube-apiserver + kube-controller-manager on loopback, print KUBECONFIG
+	@mkdir -p $(DEV_CLUSTER_DIR)
+	@if [ -f $(DEV_CLUSTER_DIR)/pid ] && kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; then \
+	  echo "export KUBECONFIG=$$(cat $(DEV_CLUSTER_DIR)/kubeconfig-path)"; exit 0; fi
+	@rm -f $(DEV_CLUSTER_DIR)/kubeconfig-path
+	@nohup node test/support/dev-cluster.ts > $(DEV_CLUSTER_DIR)/log 2>&1 & echo $$! > $(DEV_CLUSTER_DIR)/pid
+	@for i in $$(seq 1 600); do \
+	  [ -s $(DEV_CLUSTER_DIR)/kubeconfig-path ] && break; \
+	  kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null || { cat $(DEV_CLUSTER_DIR)/log; exit 1; }; sleep 0.2; done
+	@echo "# control plane running (pid $$(cat $(DEV_CLUSTER_DIR)/pid)); stop it with: make dev-cluster-down"
+	@echo "export KUBECONFIG=$$(cat $(DEV_CLUSTER_DIR)/kubeconfig-path)"
+
+dev-cluster-down: ## stop the control plane started by make dev-cluster
+	@if [ -f $(DEV_CLUSTER_DIR)/pid ]; then kill $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null || true; \
+	  while kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; do sleep 0.2; done; rm -f $(DEV_CLUSTER_DIR)/pid; echo stopped; \
+	else echo "no dev cluster running"; fi

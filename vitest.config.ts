@@ -1,10 +1,9 @@
 // Test tiers (see DESIGN.md "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
-// sockets. Later tiers (k8s, chart, e2e) add projects here. `vitest run` runs them all.
+// sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager. `vitest run` runs them all.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    reporters: process.env.CI ? ['default'] : ['default'],
     projects: [
       {
         test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
@@ -16,6 +15,15 @@ export default defineConfig({
           globalSetup: ['test/support/postgres-global.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: 'k8s',
+          include: ['test/k8s/**/*.test.ts'],
+          globalSetup: ['test/support/k8s-global.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
         },
       },
     ],

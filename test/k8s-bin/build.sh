@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Builds the binaries of the Kubernetes test control plane from the Go module
+# proxy (no Docker, no prebuilt downloads) and caches them under .cache/:
+#
+#   .cache/k8s/<K8S_VERSION>/bin/{kube-apiserver,kube-controller-manager,etcd}
+#   .cache/helm/<HELM_VERSION>/bin/helm
+#   .cache/k8s/current.env     KEY=value paths for the test harness
+#
+# Versions come from versions.env (and go.mod/go.sum, which gen-replaces.sh
+# derives from it). A stamp file per output directory records a hash of the
+# inputs, so a second run with nothing changed does no work and needs no Go.
+# Go's own caches (GOCACHE, GOMODCACHE) stay in their default places, so a
+# rebuild on the same machine only relinks.
+#
+# Environment: K8S_BUILD_PARALLEL (go build -p, default 2).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache="$root/.cache"
+# shellcheck source=versions.env disable=SC1091
+. "$here/versions.env"
+
+k8s_dir="$cache/k8s/$K8S_VERSION"
+k8s_bin="$k8s_dir/bin"
+helm_dir="$cache/helm/$HELM_VERSION"
+helm_bin="$helm_dir/bin"
+current_env="$cache/k8s/current.env"
+parallel="${K8S_BUILD_PARALLEL:-2}"
+
+log() { echo "k8s-bin: $*" >&2; }
+die() {
+  echo "k8s-bin: error: $*" >&2
+  exit 1
+}
+
+# Hash of the files that decide what gets built; $1 names the part.
+inputs_hash() {
+  case $1 in
+    k8s) cat "$here/versions.env" "$here/go.mod" "$here/go.sum" "$here/build.sh" ;;
+    helm) printf '%s\n' "$HELM_VERSION" && cat "$here/build.sh" ;;
+  esac | sha256sum | cut -d' ' -f1
+}
+
+up_to_date() { # $1 part, $2 stamp file, rest: binaries
+  local part=$1 stamp=$2
+  shift 2
+  [[ -f $stamp && "$(cat "$stamp")" == "$(inputs_hash "$part")" ]] || return 1
+  local b
+  for b; do [[ -x $b ]] || return 1; done
+}
+
+go_checked=
+need_go() {
+  [[ -n $go_checked ]] && return 0
+  local want
+  want=$(awk '$1 == "go" { print $2; exit }' "$here/go.mod")
+  if ! command -v go >/dev/null 2>&1; then
+    die "go toolchain not found: install Go >= $want and put it on PATH (needed once to build kube-apiserver, kube-controller-manager, etcd and helm into .cache/)"
+  fi
+  # Inside the wrapper module `go` enforces its go directive (or switches
+  # toolchains itself when GOTOOLCHAIN allows it).
+  local out
+  if ! out=$(cd "$here" && go env GOVERSION 2>&1); then
+    die "Go >= $want is needed: $out"
+  fi
+  log "using $out ($(command -v go)), go build -p $parallel"
+  go_checked=1
+}
+
+with_lock() {
+  mkdir -p "$cache/k8s"
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$cache/k8s/.build.lock"
+    flock 9
+  fi
+}
+
+build_k8s() {
+  local stamp="$k8s_dir/.stamp"
+  if up_to_date k8s "$stamp" "$k8s_bin/kube-apiserver" "$k8s_bin/kube-controller-manager" "$k8s_bin/etcd"; then
+    return 0
+  fi
+  need_go
+  grep -qE "^[[:space:]]*(require[[:space:]]+)?k8s\.io/kubernetes $K8S_VERSION( // indirect)?\$" "$here/go.mod" ||
+    die "go.mod does not require k8s.io/kubernetes $K8S_VERSION: run test/k8s-bin/gen-replaces.sh"
+
+  [[ $K8S_VERSION =~ ^v([0-9]+)\.([0-9]+)\. ]] || die "bad K8S_VERSION '$K8S_VERSION'"
+  local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
+  local build_date etcd_version
+  # The release's publication time rather than now: the same inputs give the
+  # same ldflags, so Go's cache can reuse the linked binaries.
+  build_date=$(cd "$here" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
+  [[ -n $build_date ]] || build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+
+  local -a ldflags=(-s -w)
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=(
+      "-X=$pkg.gitVersion=$K8S_VERSION"
+      "-X=$pkg.gitMajor=$major"
+      "-X=$pkg.gitMinor=$minor"
+      "-X=$pkg.gitTreeState=clean"
+      "-X=$pkg.gitCommit="
+      "-X=$pkg.buildDate=$build_date"
+    )
+  done
+  # Same build tags as the upstream release build (hack/lib/golang.sh).
+  local -a goflags=(-p "$parallel" -trimpath -buildvcs=false "-tags=selinux,notest,grpcnotrace")
+
+  local out="$k8s_dir/bin.tmp"
+  rm -rf "$out"
+  mkdir -p "$out"
+  local t0=$SECONDS
+  log "building kube-apiserver and kube-controller-manager $K8S_VERSION (a cold build takes long on 2 cores)"
+  (cd "$here" && CGO_ENABLED=0 go build "${goflags[@]}" -ldflags="${ldflags[*]}" -o "$out/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+  log "building etcd $etcd_version (the version $K8S_VERSION pins)"
+  (cd "$here" && CGO_ENABLED=0 go build "${goflags[@]}" -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+
+  rm -rf "$k8s_bin"
+  mv "$out" "$k8s_bin"
+  printf 'ETCD_VERSION=%s\n' "$etcd_version" >"$k8s_dir/build.env"
+  inputs_hash k8s >"$stamp"
+  log "kubernetes binaries ready in $k8s_bin ($((SECONDS - t0)) s)"
+}
+
+build_helm() {
+  local stamp="$helm_dir/.stamp"
+  if up_to_date helm "$stamp" "$helm_bin/helm"; then
+    return 0
+  fi
+  need_go
+  local tmp
+  tmp=$(mktemp -d)
+  # helm derives the Kubernetes version it assumes for `helm template` and
+  # `helm lint` (Capabilities.KubeVersion) from its client-go version at
+  # build time, as its Makefile does.
+  local gomod client_go
+  gomod=$(cd "$tmp" && go mod download -json "helm.sh/helm/v3@$HELM_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  client_go=$(awk '$1 == "k8s.io/client-go" { print $2; exit }' "$gomod")
+  [[ $client_go =~ ^v0\.([0-9]+)\. ]] || die "cannot read the client-go version of helm $HELM_VERSION"
+  local kminor=${BASH_REMATCH[1]}
+  local -a ldflags=(
+    -s -w
+    "-X=helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+    "-X=helm.sh/helm/v3/internal/version.metadata="
+    "-X=helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    "-X=helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1"
+    "-X=helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kminor"
+    "-X=helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1"
+    "-X=helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kminor"
+  )
+  local t0=$SECONDS
+  log "building helm $HELM_VERSION"
+  (cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp/bin" go install -p "$parallel" -trimpath -buildvcs=false \
+    -ldflags="${ldflags[*]}" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
+  mkdir -p "$helm_bin"
+  mv -f "$tmp/bin/helm" "$helm_bin/helm"
+  rm -rf "$tmp"
+  inputs_hash helm >"$stamp"
+  log "helm ready in $helm_bin ($((SECONDS - t0)) s)"
+}
+
+write_current_env() {
+  local etcd_version
+  etcd_version=$(sed -n 's/^ETCD_VERSION=//p' "$k8s_dir/build.env")
+  local content
+  content=$(
+    cat <<EOF
+# Written by test/k8s-bin/build.sh (make k8s-bin); do not edit.
+K8S_VERSION=$K8S_VERSION
+ETCD_VERSION=$etcd_version
+HELM_VERSION=$HELM_VERSION
+KUBE_APISERVER=$k8s_bin/kube-apiserver
+KUBE_CONTROLLER_MANAGER=$k8s_bin/kube-controller-manager
+ETCD=$k8s_bin/etcd
+HELM=$helm_bin/helm
+EOF
+  )
+  if [[ ! -f $current_env || "$(cat "$current_env")" != "$content" ]]; then
+    printf '%s\n' "$content" >"$current_env.tmp"
+    mv -f "$current_env.tmp" "$current_env"
+  fi
+}
+
+with_lock
+build_k8s
+build_helm
+write_current_env
