@@ -13,6 +13,8 @@ export interface CachedBody {
   text?: string;
   etag: string;
   generatedAt: Date;
+  /** generatedAt as an HTTP date, formatted once. */
+  lastModified?: string;
   ttlSeconds: number;
   headers: Record<string, string>;
 }
@@ -69,6 +71,19 @@ export class ResponseCache {
   }
 
   readonly #counters = new Map<string, { inc(): void }>();
+  /** Raw URL → normalized cache key, so a repeated request skips normalizing its parameters. */
+  readonly #normalized = new Map<string, string>();
+
+  normalizedKey(rawUrl: string, remember: boolean, normalize: () => string): string {
+    const known = this.#normalized.get(rawUrl);
+    if (known !== undefined) return known;
+    const key = normalize();
+    if (remember) {
+      if (this.#normalized.size >= 4096) this.#normalized.clear();
+      this.#normalized.set(rawUrl, key);
+    }
+    return key;
+  }
 
   get(endpoint: string, key: string): CachedBody | undefined {
     const hit = this.#lru?.get(key);
@@ -85,7 +100,7 @@ export class ResponseCache {
   set(key: string, entry: CachedBody): void {
     if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
     const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
-    this.#lru.set(key, { ...entry, text }, { ttl: entry.ttlSeconds * 1000 });
+    this.#lru.set(key, { ...entry, text, lastModified: entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
   }
 
   /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
@@ -116,11 +131,11 @@ export class ResponseCache {
   }
 }
 
-function freshnessHeaders(reply: FastifyReply, visibility: 'public' | 'private', entry: Pick<CachedBody, 'generatedAt' | 'ttlSeconds'>): void {
+function freshnessHeaders(reply: FastifyReply, visibility: 'public' | 'private', entry: Pick<CachedBody, 'generatedAt' | 'ttlSeconds' | 'lastModified'>): void {
   const age = Math.max(0, Math.floor((Date.now() - entry.generatedAt.getTime()) / 1000));
   reply.header('cache-control', `${visibility}, max-age=${Math.max(0, entry.ttlSeconds - age)}`);
   reply.header('age', String(age));
-  reply.header('last-modified', entry.generatedAt.toUTCString());
+  reply.header('last-modified', entry.lastModified ?? entry.generatedAt.toUTCString());
 }
 
 /** Answers from a complete body: 304 when the client has it, else the body with its validators. */

@@ -33,6 +33,12 @@ function visibility(route: ApiRouteConfig): 'public' | 'private' {
   return route.access === 'key' ? 'private' : 'public';
 }
 
+function keyOf(cache: ResponseCache, route: ApiRouteConfig, req: FastifyRequest): string {
+  // URLs carrying a credential are normalized every time rather than remembered.
+  const remember = !/[?&]key=/i.test(req.url);
+  return cache.normalizedKey(`${route.variant}${req.url}`, remember, () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
+}
+
 export interface ListRequest {
   filter: (now: Date) => ListFilter;
   format: Format;
@@ -43,7 +49,7 @@ export interface ListRequest {
 }
 
 export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, req: FastifyRequest, reply: FastifyReply, list: ListRequest): Promise<FastifyReply> {
-  const key = cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>);
+  const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);
   const now = new Date();
@@ -78,7 +84,7 @@ export async function respondDocument(
   reply: FastifyReply,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
 ): Promise<FastifyReply> {
-  const key = cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>);
+  const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);
   const now = new Date();
