@@ -46,13 +46,18 @@ export async function ensurePartitions(pool: pg.Pool, now: Date, days = 32): Pro
 export async function insertAddresses(pool: pg.Pool, list: FixtureAddress[], now = new Date()): Promise<void> {
   await ensurePartitions(pool, now);
   const sensorIds = new Map<string, number>();
-  for (const name of ['hp-1', 'scope-1']) {
+  for (const name of ['hp-1', 'hp-2', 'scope-1']) {
     const { rows } = await pool.query<{ id: number }>(
       'insert into sensors (name) values ($1) on conflict (name) do update set name = excluded.name returning id',
       [name],
     );
     sensorIds.set(name, rows[0]?.id ?? 0);
   }
+  // Ingest may keep confirmed_at as a column generated from the sensor sightings; write it only when it is not.
+  const { rows: generated } = await pool.query<{ g: string }>(
+    `select is_generated as g from information_schema.columns where table_name = 'addresses' and column_name = 'confirmed_at'`,
+  );
+  const writeConfirmed = generated[0]?.g !== 'ALWAYS';
   for (const a of list) {
     const lastHoneypot = ago(now, a.honeypot);
     const lastTelescope = ago(now, a.telescope);
@@ -64,17 +69,26 @@ export async function insertAddresses(pool: pg.Pool, list: FixtureAddress[], now
     const serviceMask = SERVICES.reduce((m, s, i) => (a.services?.[s] !== undefined ? m | (1 << i) : m), 0);
     const ports = a.ports ?? [22];
     const action = a.critical !== undefined ? 2 : a.interaction !== undefined || a.high !== undefined ? 1 : 0;
-    await pool.query(
-      `insert into addresses (ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high,
-         last_critical, service_last, sensor_ids, sensor_last, confirmed_at, country, province, isp, asn, net, scanner_kind)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-      [
-        a.ip, firstSeen, lastSeen, lastHoneypot, lastTelescope, ago(now, a.interaction), ago(now, a.high), ago(now, a.critical),
-        serviceLast, [...(lastHoneypot ? [sensorIds.get('hp-1')] : []), ...(lastTelescope ? [sensorIds.get('scope-1')] : [])],
-        [...(lastHoneypot ? [lastHoneypot] : []), ...(lastTelescope ? [lastTelescope] : [])],
-        ago(now, a.confirmed), a.country ?? null, a.province ?? null, a.isp ?? null, a.asn ?? null, a.net ?? null, a.scannerKind ?? null,
-      ],
-    );
+    // Sensor sightings newest first: the honeypot's and the telescope's sensors, plus a second honeypot
+    // sensor at the confirmation time, so that confirmed_at (two sensors or both sources) comes out as asked.
+    const sightings: [string, Date][] = [];
+    if (lastHoneypot) sightings.push(['hp-1', lastHoneypot]);
+    if (lastTelescope) sightings.push(['scope-1', lastTelescope]);
+    const confirmedAt = ago(now, a.confirmed);
+    if (confirmedAt && !(lastHoneypot && lastTelescope)) sightings.push(['hp-2', confirmedAt]);
+    sightings.sort((x, y) => y[1].getTime() - x[1].getTime());
+    const columns = ['ip', 'first_seen', 'last_seen', 'last_honeypot', 'last_telescope', 'last_interaction', 'last_high', 'last_critical',
+      'service_last', 'sensor_ids', 'sensor_last', 'country', 'province', 'isp', 'asn', 'net', 'scanner_kind'];
+    const values: unknown[] = [
+      a.ip, firstSeen, lastSeen, lastHoneypot, lastTelescope, ago(now, a.interaction), ago(now, a.high), ago(now, a.critical),
+      serviceLast, sightings.map(([name]) => sensorIds.get(name)), sightings.map(([, at]) => at),
+      a.country ?? null, a.province ?? null, a.isp ?? null, a.asn ?? null, a.net ?? null, a.scannerKind ?? null,
+    ];
+    if (writeConfirmed) {
+      columns.push('confirmed_at');
+      values.push(confirmedAt);
+    }
+    await pool.query(`insert into addresses (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, values);
     await pool.query(
       `insert into ip_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
