@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { Config } from '../../common/config.ts';
 import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
+import { listenForRevocations } from '../keys/revocations.ts';
 import { createApiMetrics } from './api-metrics.ts';
 import { createAuthenticator, type Caller } from './auth.ts';
 import { ResponseCache } from './cache.ts';
@@ -74,7 +75,11 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();
-  app.addHook('onClose', async () => clearInterval(prune));
+  const revocations = listenForRevocations(pool, log, () => auth.forget());
+  app.addHook('onClose', async () => {
+    clearInterval(prune);
+    await revocations.close();
+  });
 
   await registerOpenApi(app, VERSION);
   const deps: ResponderDeps = { pool, log, cache, guard };

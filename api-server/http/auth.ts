@@ -14,6 +14,8 @@ export type Caller = { kind: 'anonymous' } | { kind: 'key'; key: ApiKey; quota: 
 export interface Authenticator {
   /** The caller, synchronously when no store lookup is needed (no credential, or a recently verified key). */
   authenticate(req: FastifyRequest, route: ApiRouteConfig): Caller | Promise<Caller>;
+  /** Drops every remembered key (a key was revoked somewhere). */
+  forget(): void;
 }
 
 export interface AuthOptions {
@@ -70,6 +72,7 @@ export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownl
   }
 
   return {
+    forget: () => verified?.clear(),
     authenticate(req, route) {
       const secret = presentedSecret(req, route.variant);
       if (secret === undefined) {

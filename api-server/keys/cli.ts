@@ -62,7 +62,7 @@ export function registerKeysCommands(program: Command): void {
 
   keys
     .command('revoke')
-    .description('revoke a key by id or prefix (bf_xxxxxxxx); every replica refuses it within BLOCKFEED_KEY_CACHE_SECONDS')
+    .description('revoke a key by id or prefix (bf_xxxxxxxx); running servers refuse it at once')
     .argument('<key>', 'key id, prefix or the key itself')
     .action(async (which: string) => {
       await withStore(async (db) => {

@@ -43,12 +43,17 @@ export async function listKeys(pool: pg.Pool): Promise<ApiKey[]> {
   return rows.map(toKey);
 }
 
-/** Revokes by id or prefix; returns the key, or undefined when none matches. */
+/** Servers LISTEN on this channel and forget remembered keys when a revocation is announced. */
+export const REVOCATION_CHANNEL = 'blockfeed_key_revoked';
+
+/** Revokes by id or prefix and announces it to running servers; returns the key, or undefined when none matches. */
 export async function revokeKey(pool: pg.Pool, idOrPrefix: string): Promise<ApiKey | undefined> {
   const byId = /^\d+$/.test(idOrPrefix);
   const { rows } = await pool.query<KeyRow>(
-    `update api_keys set revoked_at = coalesce(revoked_at, now())
-     where ${byId ? 'id = $1::int' : 'prefix = $1'} returning *`,
+    `with revoked as (
+       update api_keys set revoked_at = coalesce(revoked_at, now())
+       where ${byId ? 'id = $1::int' : 'prefix = $1'} returning *)
+     select revoked.*, pg_notify('${REVOCATION_CHANNEL}', revoked.prefix) from revoked`,
     [byId ? idOrPrefix : (keyPrefix(idOrPrefix) ?? idOrPrefix.replace(/^bf_/, ''))],
   );
   return rows[0] ? toKey(rows[0]) : undefined;

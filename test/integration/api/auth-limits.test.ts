@@ -152,6 +152,22 @@ describe('credentials', () => {
     expect((await call(replica2, '/api/honeypot/dedup', { authorization: `Bearer ${keys.revoked}` })).status).toBe(401);
   });
 
+  it('revoking a key in use takes effect on every replica at once, not after the key cache expires', async () => {
+    const { key, record } = await createKey(db.pool, 'enterprise', 'soon revoked');
+    for (const api of [replica1, replica2]) expect((await call(api, '/api/dedup', { 'x-api-key': key })).status).toBe(200);
+    await revokeKey(db.pool, record.prefix);
+    // The servers remember verified keys for 10 s; the NOTIFY must make them forget well before that.
+    const deadline = Date.now() + 4000;
+    let statuses: number[];
+    do {
+      statuses = [];
+      for (const api of [replica1, replica2]) statuses.push((await call(api, '/api/dedup', { 'x-api-key': key })).status);
+      if (statuses.every((s) => s === 401)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    } while (Date.now() < deadline);
+    expect(statuses).toEqual([401, 401]);
+  });
+
   it('a member key has no API access: 403 pointing to the website download', async () => {
     for (const [path, headers] of [
       ['/api/export', { 'x-api-key': keys.member }],
