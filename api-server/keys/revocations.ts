@@ -28,12 +28,13 @@ export function listenForRevocations(pool: pg.Pool, log: Logger, forget: () => v
     try {
       const c = await pool.connect();
       if (closed) return c.release();
+      // Held from here on, so close() releases it even while LISTEN is still on its way.
+      client = c;
       c.on('notification', (n) => {
         if (n.channel === REVOCATION_CHANNEL) forget();
       });
       c.on('error', lost);
       await c.query(`listen ${REVOCATION_CHANNEL}`);
-      client = c;
       forget(); // anything revoked while we were not listening
     } catch (err) {
       lost(err as Error);
@@ -45,10 +46,10 @@ export function listenForRevocations(pool: pg.Pool, log: Logger, forget: () => v
     close: async () => {
       closed = true;
       clearTimeout(retry);
-      if (client) {
-        await client.query(`unlisten ${REVOCATION_CHANNEL}`).catch(() => undefined);
-        client.release();
-      }
+      const c = client;
+      client = undefined;
+      // Dropping the connection ends the LISTEN; no round trip needed on the way out.
+      c?.release(true);
     },
   };
 }
