@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean bench-export bench-serve
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean bench-export bench-serve bench-ingest
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -27,8 +27,8 @@ node_modules/.deps-stamp: package.json package-lock.json
 
 deps: node_modules/.deps-stamp ## install npm dependencies (npm ci)
 
-run: deps ## run the api-server on :8080 on the embedded PostgreSQL in ./.blockfeed
-	bin/blockfeed serve
+run: deps ## run the api-server on :8080 on the embedded PostgreSQL in ./.blockfeed (demo data on first run)
+	bin/blockfeed serve --demo-if-empty
 
 typecheck: deps ## tsc --noEmit over the whole package
 	npx tsc -p tsconfig.json
@@ -56,6 +56,9 @@ bench-export: deps ## benchmark: uncached /api/export of 1,000,000 addresses vs 
 
 bench-serve: deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
 	node bench/serve.ts
+
+bench-ingest: deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows (EVENTS=n)
+	node bench/ingest.ts --events $${EVENTS:-1000000}
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache

@@ -3,17 +3,27 @@ import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
-import { serve } from './serve.ts';
 import { registerKeysCommands } from './keys/cli.ts';
+import { registerDemoCommands } from './demo/cli.ts';
+import { registerReclassifyCommands } from './enrich/cli.ts';
+import { registerIngestCommands } from './ingest/cli.ts';
+import { registerRetentionCommands } from './retention/cli.ts';
 
 export function registerApiServerCommands(program: Command): void {
+  registerIngestCommands(program);
+  registerDemoCommands(program);
+  registerRetentionCommands(program);
+  registerReclassifyCommands(program);
   program
     .command('serve')
     .description('run the blocklist HTTP API (embedded PostgreSQL in BLOCKFEED_DATA_DIR unless DATABASE_URL is set)')
     .option('-p, --port <port>', 'listen port (env PORT, default 8080)', parseIntegerOption('--port', 0, 65535))
     .option('--host <address>', 'listen address (env HOST, default 0.0.0.0)')
-    .action(async (opts: { port?: number; host?: string }) => {
-      await serve(commandContext({ port: opts.port, host: opts.host }));
+    .option('--demo-if-empty', 'load demo events first when the store has none (make run)')
+    .action(async (opts: { port?: number; host?: string; demoIfEmpty?: boolean }) => {
+      // Loaded here, not at the top: the HTTP stack is not needed by (and would weigh on) the other commands.
+      const { serve } = await import('./serve.ts');
+      await serve(commandContext({ port: opts.port, host: opts.host }), { demoIfEmpty: opts.demoIfEmpty });
     });
 
   program

@@ -6,7 +6,9 @@ import { createRegistry } from '../common/metrics.ts';
 import { untilSignal, type CommandContext } from '../common/cli-support.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
+import { isEmpty, loadDemo } from './demo/demo.ts';
 import { buildServer } from './http/server.ts';
+import { scheduleRetention } from './retention/retention.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -15,18 +17,34 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer({ config, log }: CommandContext): Promise<RunningServer> {
+export interface ServeOptions {
+  /** Load demo events first when the store holds no event yet (`make run` on a fresh checkout). */
+  demoIfEmpty?: boolean;
+}
+
+/** Events `serve --demo-if-empty` loads: enough for every list to show something, quick on a laptop. */
+const FIRST_RUN_DEMO_EVENTS = 100_000;
+
+export async function startServer({ config, log }: CommandContext, options: ServeOptions = {}): Promise<RunningServer> {
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-serve' });
   let app: FastifyInstance | undefined;
+  let stopRetention: (() => void) | undefined;
   try {
     await migrate(db.pool, log);
-    app = await buildServer({ db, log, config, registry: createRegistry({ program: 'api-server' }) });
+    if (options.demoIfEmpty && (await isEmpty(db.pool))) {
+      log.info({ events: FIRST_RUN_DEMO_EVENTS }, 'empty store: loading demo data (blockfeed demo)');
+      const { inserted } = await loadDemo(db.pool, log, { events: FIRST_RUN_DEMO_EVENTS });
+      log.info({ inserted }, 'demo data loaded');
+    }
+    stopRetention = scheduleRetention(db.pool, log);
+    app = await buildServer({ db, log, config, registry: createRegistry({ program: 'api-server' }), ingestToken: config.ingestToken });
     await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') throw new UserError(`port ${config.port} is already in use on ${config.host}; set PORT to a free port`);
       if (err.code === 'EACCES') throw new UserError(`not allowed to listen on port ${config.port}; set PORT to a port above 1023`);
       throw err;
     });
   } catch (err) {
+    stopRetention?.();
     await app?.close();
     await db.close();
     throw err;
@@ -43,6 +61,7 @@ export async function startServer({ config, log }: CommandContext): Promise<Runn
           running.server.closeAllConnections();
         }, config.shutdownGraceSeconds * 1000);
         try {
+          stopRetention?.();
           await running.close();
         } finally {
           clearTimeout(grace);
@@ -52,9 +71,9 @@ export async function startServer({ config, log }: CommandContext): Promise<Runn
   };
 }
 
-export async function serve(ctx: CommandContext): Promise<void> {
+export async function serve(ctx: CommandContext, options: ServeOptions = {}): Promise<void> {
   const { signalled, dispose } = untilSignal(ctx.log);
-  const server = await startServer(ctx);
+  const server = await startServer(ctx, options);
   await signalled;
   await server.close();
   dispose();

@@ -33,6 +33,13 @@ export const ConfigSchema = Type.Object({
     description: 'directory of the embedded PostgreSQL and local state',
   }),
   logLevel: { ...LogLevel, env: 'LOG_LEVEL' },
+  ingestToken: Type.Optional(
+    Type.String({
+      minLength: 16,
+      env: 'BLOCKFEED_INGEST_TOKEN',
+      description: 'bearer token sensors use for POST /internal/v1/events; unset = the route is off',
+    }),
+  ),
   shutdownGraceSeconds: Type.Integer({
     minimum: 0,
     maximum: 600,

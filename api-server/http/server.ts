@@ -5,19 +5,23 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../common/logging.ts';
 import type { Database } from '../db/database.ts';
+import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
-import type { Config } from '../../common/config.ts';
+import { loadConfig, type Config } from '../../common/config.ts';
 import { blocklistApi } from './api.ts';
 
 export interface ServerDeps {
   db: Database;
   log: Logger;
   registry: Registry;
-  config: Config;
+  /** Settings of the API (limits, quotas, cache, trusted proxies); the defaults when omitted. */
+  config?: Config;
+  /** Enables POST /internal/v1/events (sensors pushing logs) with this bearer token. */
+  ingestToken?: string;
 }
 
-export async function buildServer({ db, log, registry, config }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken }: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -33,6 +37,7 @@ export async function buildServer({ db, log, registry, config }: ServerDeps): Pr
   });
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
+  if (ingestToken) await app.register(ingestRoute, { pool: db.pool, token: ingestToken });
   await app.register(blocklistApi, { pool: db.pool, log, registry, config });
   return app;
 }

@@ -21,7 +21,8 @@ create table events (
   primary key (ts, id)
 ) partition by range (ts);
 
-create index events_ts_desc on events (ts desc);
+-- No separate ts index: the primary key (ts, id) already serves newest-first scans (read backwards), and
+-- every extra index on events costs ingest throughput.
 
 -- Per (hour, address) activity, maintained at ingest from newly inserted events only.
 create table ip_hourly (
@@ -49,9 +50,14 @@ create table addresses (
   last_high timestamptz,          -- action >= 1 (authentication attempts)
   last_critical timestamptz,      -- action = 2 (commands, downloads, exploits)
   service_last timestamptz[] not null default '{}',  -- index i+1 = SERVICES[i]
-  sensor_ids integer[] not null default '{}',        -- most recent sensors (at most 8) ...
+  sensor_ids integer[] not null default '{}',        -- most recent sensors (at most 8), newest first ...
   sensor_last timestamptz[] not null default '{}',   -- ... and when each last saw the address
-  confirmed_at timestamptz,       -- latest instant the address had two sensors or both sources
+  -- Latest instant the address had been seen by two sensors or by both sources: sensor_last is kept newest
+  -- first, so its second element is the second-most-recent sensor sighting.
+  confirmed_at timestamptz generated always as (greatest(
+    sensor_last[2],
+    case when last_honeypot is not null and last_telescope is not null then least(last_honeypot, last_telescope) end
+  )) stored,
   country char(2),
   province text,
   city text,

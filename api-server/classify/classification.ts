@@ -1,0 +1,50 @@
+// Classification rules of docs/data-model.md as pure functions: the danger level of one event's action, and
+// an address's type, level and precision within a window, from the per-address facts kept in `addresses`.
+// The SQL in the HTTP API applies the same rules; these are the reference they are tested against.
+import { SERVICES, type AddressType, type Level, type Precision } from '../../common/vocabulary.ts';
+import type { Action } from '../ingest/event.ts';
+
+/** 2 → critical (commands, downloads, exploits), 1 → high (authentication attempts), 0 → medium. */
+export function levelOfAction(action: Action): Level {
+  return action === 2 ? 'critical' : action === 1 ? 'high' : 'medium';
+}
+
+/** The facts `addresses` keeps per address (times in ms; null = never). */
+export interface AddressFacts {
+  lastSeen: number;
+  lastHoneypot: number | null;
+  lastTelescope: number | null;
+  lastInteraction: number | null;
+  lastHigh: number | null;
+  lastCritical: number | null;
+  /** Index i = SERVICES[i]. */
+  serviceLast: (number | null)[];
+  /** Most recent sighting per sensor, newest first. */
+  sensorLast: number[];
+  scannerKind: 'research_scanner' | 'asset_scanner' | null;
+}
+
+const inWindow = (t: number | null | undefined, since: number) => t !== null && t !== undefined && t >= since;
+
+/** When the address was last seen by two different sensors or by both sources (null = never). */
+export function confirmedAt(f: Pick<AddressFacts, 'sensorLast' | 'lastHoneypot' | 'lastTelescope'>): number | null {
+  const second = f.sensorLast[1] ?? null;
+  const both = f.lastHoneypot !== null && f.lastTelescope !== null ? Math.min(f.lastHoneypot, f.lastTelescope) : null;
+  if (second === null) return both;
+  return both === null ? second : Math.max(second, both);
+}
+
+export interface Classification {
+  type: AddressType;
+  level: Level;
+  precision: Precision;
+}
+
+/** Type, level and precision of an address over the window starting at `since` (ms). */
+export function classifyAddress(f: AddressFacts, since: number): Classification {
+  const type: AddressType = f.scannerKind ?? (inWindow(f.lastInteraction, since) ? 'attacker' : 'scanner');
+  const services = f.serviceLast.slice(0, SERVICES.length).filter((t) => inWindow(t, since)).length;
+  const level: Level = inWindow(f.lastCritical, since) ? 'critical' : inWindow(f.lastHigh, since) || services >= 3 ? 'high' : 'medium';
+  const precision: Precision = inWindow(confirmedAt(f), since) ? 'high' : 'standard';
+  return { type, level, precision };
+}

@@ -1,0 +1,40 @@
+// Identity classification: is an address inside the published ranges (or ASNs) of a research or asset
+// scanning organisation (data/scanners.yaml)?
+import { parseCidr, type Address } from '../enrich/address.ts';
+import { type ScannerOrganisation } from '../enrich/curated.ts';
+import { Ipv4RangesBuilder, Ipv6RangesBuilder, type Ipv4Ranges, type Ipv6Ranges } from '../enrich/ranges.ts';
+
+export interface ScannerMatch {
+  kind: ScannerOrganisation['kind'];
+  org: string;
+}
+
+export class ScannerRanges {
+  private readonly v4: Ipv4Ranges;
+  private readonly v6: Ipv6Ranges;
+  private readonly orgs: ScannerOrganisation[];
+  private readonly byAsn = new Map<number, number>();
+
+  constructor(orgs: ScannerOrganisation[]) {
+    this.orgs = orgs;
+    const b4 = new Ipv4RangesBuilder();
+    const b6 = new Ipv6RangesBuilder();
+    orgs.forEach((o, i) => {
+      for (const cidr of o.ranges) {
+        const { first, last } = parseCidr(cidr);
+        if (first.kind === 4 && last.kind === 4) b4.add(first.num, last.num, i);
+        else if (first.kind === 6 && last.kind === 6) b6.add((first.hi << 64n) | first.lo, (last.hi << 64n) | last.lo, i);
+      }
+      for (const asn of o.asns) this.byAsn.set(asn, i);
+    });
+    this.v4 = b4.build();
+    this.v6 = b6.build();
+  }
+
+  match(address: Address, asn: number | null): ScannerMatch | undefined {
+    let i = address.kind === 4 ? this.v4.find(address.num) : this.v6.find(address.hi, address.lo);
+    if (i < 0 && asn !== null) i = this.byAsn.get(asn) ?? -1;
+    const org = this.orgs[i];
+    return org ? { kind: org.kind, org: org.name } : undefined;
+  }
+}

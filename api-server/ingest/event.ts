@@ -1,0 +1,175 @@
+// The one shape every input format is parsed into, and the content-derived event id. Pure.
+import { hash } from 'node:crypto';
+import { SERVICES, serviceOfPort, type Service, type Source } from '../../common/vocabulary.ts';
+import { parseAddress, type Address } from '../enrich/address.ts';
+
+/** 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */
+export type Action = 0 | 1 | 2;
+
+export interface AttackEvent {
+  /** Milliseconds since the epoch (UTC). */
+  ts: number;
+  /** A uuid given by the input, else derived from the content (eventId). */
+  id: string;
+  src: Address;
+  dstPort: number | null;
+  service: Service | null;
+  proto: string | null;
+  source: Source;
+  sensor: string;
+  action: Action;
+  username: string | null;
+  command: string | null;
+}
+
+/** What a parser makes of one line: an event, nothing to store (a sensor's housekeeping line), or an error. */
+export type LineResult = { event: AttackEvent } | { skip: true } | { error: string };
+
+export interface ParserOptions {
+  /** Sensor name for lines that do not name one (`--sensor`). */
+  sensor?: string;
+}
+
+/** A parser for one input format; may keep state across the lines of one input (sessions, CSV header). */
+export type LineParser = (line: string) => LineResult;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SEP = '\u001f';
+
+/** First 16 bytes of SHA-256 over the canonical event, formatted as a uuid (docs/data-model.md). */
+export function eventId(e: Omit<AttackEvent, 'id'>): string {
+  // Fields joined by U+001F; absent username / command as U+0000 so that null and '' differ.
+  const canonical = `${e.ts}${SEP}${e.src.text}${SEP}${e.dstPort ?? ''}${SEP}${e.proto ?? ''}${SEP}${e.source}${SEP}${e.sensor}${SEP}${e.action}${SEP}${e.username ?? '\u0000'}${SEP}${e.command ?? '\u0000'}`;
+  const h = hash('sha256', canonical, 'hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits, without the
+ * regular expressions and Date.parse of the general path. NaN when the text has any other shape.
+ */
+function fastIsoUtc(t: string): number {
+  const n = t.length;
+  if (n < 20 || t.charCodeAt(n - 1) !== 90 /* Z */ || t.charCodeAt(10) !== 84 /* T */) return NaN;
+  const d = (i: number) => t.charCodeAt(i) - 48;
+  const two = (i: number) => d(i) * 10 + d(i + 1);
+  if (t.charCodeAt(4) !== 45 || t.charCodeAt(7) !== 45 || t.charCodeAt(13) !== 58 || t.charCodeAt(16) !== 58) return NaN;
+  let ms = 0;
+  if (n > 20) {
+    if (t.charCodeAt(19) !== 46 /* . */) return NaN;
+    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) {
+      const digit = d(i);
+      if (digit < 0 || digit > 9) return NaN;
+      if (scale >= 1) ms += digit * scale;
+    }
+  }
+  const year = two(0) * 100 + two(2);
+  const month = two(5);
+  const day = two(8);
+  const hour = two(11);
+  const minute = two(14);
+  const second = two(17);
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
+  const value = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC rolls 31 February over into March; the general path refuses it.
+  return new Date(value).getUTCDate() === day ? value : NaN;
+}
+
+// Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
+const EARLIEST = Date.UTC(2000, 0, 1);
+const MAX_TEXT = 4096;
+
+export class FieldError extends Error {}
+
+export function requireAddress(value: unknown, field: string): Address {
+  if (typeof value !== 'string' || value === '') throw new FieldError(`${field} is missing`);
+  const a = parseAddress(value.trim());
+  if (!a) throw new FieldError(`${field} "${value.slice(0, 64)}" is not an IP address`);
+  return a;
+}
+
+/** ISO 8601 with a zone, or `YYYY-MM-DD HH:MM:SS[.ffffff]` taken as UTC, or epoch seconds (number). */
+export function requireTime(value: unknown, field: string, now = Date.now()): number {
+  let ms: number;
+  if (typeof value === 'number') ms = Math.round(value * 1000);
+  else if (typeof value === 'string' && value !== '') {
+    const fast = fastIsoUtc(value);
+    if (fast === fast) return checkRange(fast, value, field, now);
+    let text = value.trim();
+    if (/^\d+(\.\d+)?$/.test(text)) ms = Math.round(Number(text) * 1000);
+    else {
+      if (/^\d{4}-\d\d-\d\d \d/.test(text)) text = text.replace(' ', 'T');
+      if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';
+      // Date.parse wants at most millisecond precision.
+      text = text.replace(/(\.\d{3})\d+/, '$1');
+      ms = /^\d{4}-\d\d-\d\dT/.test(text) ? Date.parse(text) : NaN;
+    }
+  } else throw new FieldError(`${field} is missing`);
+  if (!Number.isFinite(ms)) throw new FieldError(`${field} ${JSON.stringify(value)} is not an ISO 8601 time`);
+  return checkRange(ms, value, field, now);
+}
+
+function checkRange(ms: number, value: unknown, field: string, now: number): number {
+  if (ms < EARLIEST || ms > now + 86_400_000) throw new FieldError(`${field} ${JSON.stringify(value)} is out of range (2000 to tomorrow)`);
+  return ms;
+}
+
+export function optionalPort(value: unknown, field: string): number | null {
+  if (value === undefined || value === null || value === '') return null;
+  const n = typeof value === 'string' ? Number(value.trim()) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new FieldError(`${field} ${JSON.stringify(value)} is not a port (0-65535)`);
+  }
+  return n;
+}
+
+export function optionalText(value: unknown, field: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new FieldError(`${field} must be a string`);
+  // NUL cannot be stored in PostgreSQL text; very long values are truncated rather than refused.
+  const clean = value.includes('\u0000') ? value.replaceAll('\u0000', '') : value;
+  return clean.length > MAX_TEXT ? clean.slice(0, MAX_TEXT) : clean;
+}
+
+export function requireSensor(value: unknown, fallback: string | undefined, field: string): string {
+  const name = value === undefined || value === null || value === '' ? fallback : value;
+  if (typeof name !== 'string' || name.trim() === '') throw new FieldError(`${field} is missing (or pass --sensor)`);
+  if (name.length > 128) throw new FieldError(`${field} is longer than 128 characters`);
+  return name.trim();
+}
+
+export function serviceFor(service: unknown, port: number | null, field: string): Service | null {
+  if (service !== undefined && service !== null && service !== '') {
+    if (typeof service !== 'string' || !(SERVICES as readonly string[]).includes(service)) {
+      throw new FieldError(`${field} ${JSON.stringify(service)} is not one of ${SERVICES.join(', ')}`);
+    }
+    return service as Service;
+  }
+  return port === null ? null : (serviceOfPort(port) ?? null);
+}
+
+/** Completes an event with its content-derived id unless the input gave one. */
+export function withId(e: Omit<AttackEvent, 'id'>, givenId?: unknown): AttackEvent {
+  if (givenId !== undefined && givenId !== null) {
+    if (typeof givenId !== 'string' || !UUID.test(givenId)) throw new FieldError(`id ${JSON.stringify(givenId)} is not a uuid`);
+    return { ...e, id: givenId.toLowerCase() };
+  }
+  return { ...e, id: eventId(e) };
+}
+
+/** Runs a field-level parse, turning FieldError and JSON errors into a line error. */
+export function guarded(parse: () => LineResult): LineResult {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof FieldError) return { error: err.message };
+    if (err instanceof SyntaxError) return { error: `not valid JSON (${err.message.split('\n')[0]})` };
+    throw err;
+  }
+}
+
+export function parseJsonObject(line: string): Record<string, unknown> {
+  const v: unknown = JSON.parse(line);
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new FieldError('expected a JSON object');
+  return v as Record<string, unknown>;
+}

@@ -1,0 +1,287 @@
+// Stores parsed events in bulk (docs/data-model.md "Ingest path"). Per batch, in one transaction:
+//   1. roll the batch up in Node (per hour and address; per address) and COPY that into two small temporary
+//      staging tables — optimistically, as if every event were new;
+//   2. store the events, skipping those already stored (so re-ingesting adds nothing), and count the rows
+//      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` in time
+//      order; a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general way: COPY
+//      into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
+//   3. only inserted rows may count: when some were already stored, the inserted ones are identified by this
+//      transaction's xmin and rolled up again;
+//   4. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
+// Concurrent writers (the CLI and the HTTP route) are serialised by an advisory lock taken after staging, so
+// their upserts never deadlock on each other's rows while one writer's staging overlaps another's inserts.
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { Enricher } from '../enrich/enricher.ts';
+import { copyNumber, copyText } from './copy-text.ts';
+import type { AttackEvent } from './event.ts';
+import { MAX_PORTS, MAX_SENSORS, portList, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup } from './rollup.ts';
+
+const INGEST_LOCK = 0x626c6b66; // "blkf"
+
+// Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
+// needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
+// a temporary table, which is what this statement is.
+const STAGING = `
+set temp_buffers = '128MB';
+create temp table if not exists staging_events (
+  ts_ms bigint, id uuid, src_ip inet, dst_port integer, service text, proto text, source text, sensor text,
+  action smallint, username text, command text
+) on commit delete rows;
+create temp table if not exists staging_hourly (
+  hour timestamptz, ip inet, attacks integer, services integer, sources smallint, max_action smallint,
+  ports integer[], sensors integer[], first_seen timestamptz, last_seen timestamptz
+) on commit delete rows;
+create temp table if not exists staging_addresses (
+  ip inet, first_seen timestamptz, last_seen timestamptz, last_honeypot timestamptz, last_telescope timestamptz,
+  last_interaction timestamptz, last_high timestamptz, last_critical timestamptz, service_last timestamptz[],
+  sensor_ids integer[], sensor_last timestamptz[],
+  country char(2), province text, city text, carrier text, isp text, asn integer, as_name text, net text,
+  scanner_kind text, scanner_org text
+) on commit delete rows;`;
+
+const INSERT_EVENTS = `
+insert into events (ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command)
+select timestamptz 'epoch' + ts_ms * interval '1 millisecond', id, src_ip, dst_port, service, proto, source, sensor,
+       action, username, command
+from staging_events
+on conflict do nothing`;
+
+/** The staged rows this transaction inserted (used only when some staged rows were already stored). */
+const INSERTED_BY_US = `
+select s.ts_ms::float8 as ts, s.id::text as id
+from staging_events s
+join events e on e.ts = timestamptz 'epoch' + s.ts_ms * interval '1 millisecond' and e.id = s.id
+where e.xmin = pg_current_xact_id()::xid`;
+
+const SENSOR_MERGE = (column: 'id' | 'last') => `(
+      select array_agg(${column} order by last desc, id) from (
+        select id, max(last) as last
+        from unnest(a.sensor_ids || excluded.sensor_ids, a.sensor_last || excluded.sensor_last) as u(id, last)
+        group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged)`;
+// The common case: the address's most recent sensor saw it again, later. Only its time changes.
+const SAME_SENSOR_AGAIN = `cardinality(excluded.sensor_ids) = 1 and a.sensor_ids[1] = excluded.sensor_ids[1]
+      and excluded.sensor_last[1] >= a.sensor_last[1]`;
+
+const UPSERT_ROLLUPS = `
+with hourly as (
+  insert into ip_hourly as h (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
+  select hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen from staging_hourly
+  on conflict (hour, ip) do update set
+    attacks = h.attacks + excluded.attacks,
+    services = h.services | excluded.services,
+    sources = h.sources | excluded.sources,
+    max_action = greatest(h.max_action, excluded.max_action),
+    ports = case when excluded.ports <@ h.ports then h.ports else (
+      select coalesce(array_agg(p order by p), '{}')
+      from (select distinct p from unnest(h.ports || excluded.ports) as p order by p limit ${MAX_PORTS}) as d) end,
+    sensors = case when excluded.sensors <@ h.sensors then h.sensors else (
+      select array_agg(distinct s order by s) from unnest(h.sensors || excluded.sensors) as s) end,
+    first_seen = least(h.first_seen, excluded.first_seen),
+    last_seen = greatest(h.last_seen, excluded.last_seen)
+  returning 1
+)
+insert into addresses as a (ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high,
+                            last_critical, service_last, sensor_ids, sensor_last, country, province, city, carrier, isp,
+                            asn, as_name, net, scanner_kind, scanner_org)
+select ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical, service_last,
+       sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org
+from staging_addresses
+on conflict (ip) do update set
+  first_seen = least(a.first_seen, excluded.first_seen),
+  last_seen = greatest(a.last_seen, excluded.last_seen),
+  last_honeypot = greatest(a.last_honeypot, excluded.last_honeypot),
+  last_telescope = greatest(a.last_telescope, excluded.last_telescope),
+  last_interaction = greatest(a.last_interaction, excluded.last_interaction),
+  last_high = greatest(a.last_high, excluded.last_high),
+  last_critical = greatest(a.last_critical, excluded.last_critical),
+  service_last = (select array_agg(greatest(o, n) order by i)
+                  from unnest(a.service_last, excluded.service_last) with ordinality as u(o, n, i)),
+  sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
+  sensor_last = case when ${SAME_SENSOR_AGAIN} then array[excluded.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end`;
+
+const HOUR = 3_600_000;
+let cachedHour = NaN;
+let cachedPrefix = '';
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+
+/** `YYYY-MM-DD HH:MM:SS.mmm+00`: a timestamptz literal, formatted without a Date per call (rollups hold many). */
+function timestamp(ms: number): string {
+  const hour = ms - (ms % HOUR);
+  if (hour !== cachedHour) {
+    cachedHour = hour;
+    cachedPrefix = new Date(hour).toISOString().slice(0, 14).replace('T', ' ');
+  }
+  const inHour = ms - hour;
+  const millis = inHour % 1000;
+  const seconds = Math.floor(inHour / 1000);
+  return `${cachedPrefix}${pad2(Math.floor(seconds / 60))}:${pad2(seconds % 60)}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}+00`;
+}
+
+const iso = (ms: number | null) => (ms === null ? '\\N' : timestamp(ms));
+const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${timestamp(ms)}"`)).join(',')}}`;
+
+const EVENT_COLUMNS = 'ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command';
+
+function eventsTableRow(e: AttackEvent): string {
+  return `${timestamp(e.ts)}\t${e.id}\t${e.src.text}\t${copyNumber(e.dstPort)}\t${copyText(e.service)}\t${copyText(e.proto)}\t${e.source}\t${copyText(e.sensor)}\t${e.action}\t${copyText(e.username)}\t${copyText(e.command)}\n`;
+}
+
+function eventRow(e: AttackEvent): string {
+  return `${e.ts}\t${e.id}\t${e.src.text}\t${copyNumber(e.dstPort)}\t${copyText(e.service)}\t${copyText(e.proto)}\t${e.source}\t${copyText(e.sensor)}\t${e.action}\t${copyText(e.username)}\t${copyText(e.command)}\n`;
+}
+
+function hourlyRow(h: HourlyRow): string {
+  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${portList(h.ports).join(',')}}\t{${[...h.sensors].sort((x, y) => x - y).join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
+}
+
+/** Joins rows into ~256 KiB strings: few, large writes into the COPY stream. */
+function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<string> {
+  let buf = '';
+  for (const item of items) {
+    buf += row(item);
+    if (buf.length > 262_144) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf) yield buf;
+}
+
+async function copyInto(client: pg.PoolClient, sql: string, rows: Iterable<string>): Promise<void> {
+  await pipeline(Readable.from(rows), client.query(copyFrom(sql)));
+}
+
+const DAY = 86_400_000;
+
+export interface BatchResult {
+  /** Events newly stored (duplicates of stored events are not counted). */
+  inserted: number;
+}
+
+export class EventWriter {
+  private readonly pool: pg.Pool;
+  private readonly enricher: Enricher;
+  private readonly prepared = new WeakSet<pg.PoolClient>();
+  private readonly sensorIds = new Map<string, number>();
+  private readonly ensuredDays = new Set<number>();
+
+  constructor(pool: pg.Pool, enricher: Enricher) {
+    this.pool = pool;
+    this.enricher = enricher;
+  }
+
+  async write(events: readonly AttackEvent[]): Promise<BatchResult> {
+    if (events.length === 0) return { inserted: 0 };
+    const days = new Set<number>();
+    const unknownSensors = new Set<string>();
+    for (const e of events) {
+      days.add(Math.floor(e.ts / DAY));
+      if (!this.sensorIds.has(e.sensor)) unknownSensors.add(e.sensor);
+    }
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      if (!this.prepared.has(client)) {
+        await client.query(STAGING);
+        this.prepared.add(client);
+      }
+      if (unknownSensors.size) await this.resolveSensors(client, [...unknownSensors]);
+      const sensorId = (name: string) => this.sensorIds.get(name) as number;
+      await client.query('begin');
+      try {
+        // Staging needs no lock (temporary tables are per session), so a second writer's staging overlaps
+        // with this one's inserts. The rollup is staged optimistically, as if the whole batch were new.
+        await this.stageRollup(client, rollUp(events, sensorId));
+        await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
+        await this.ensurePartitions(client, days);
+        const inserted = await this.insertEvents(client, events);
+        if (inserted > 0) {
+          if (inserted < events.length) {
+            await client.query('truncate staging_hourly, staging_addresses');
+            await this.stageRollup(client, rollUp(await this.insertedByUs(client, events), sensorId));
+          }
+          await client.query(UPSERT_ROLLUPS);
+        }
+        await client.query('commit');
+        return { inserted };
+      } catch (err) {
+        await client.query('rollback').catch(() => undefined);
+        throw err;
+      }
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+      throw err;
+    } finally {
+      // A connection that failed mid-batch (e.g. a COPY cut short) is closed rather than reused.
+      client.release(failure);
+    }
+  }
+
+  /**
+   * Creates missing daily partitions. Days this writer already ensured are skipped unless they are old enough
+   * for retention to have dropped them since.
+   */
+  private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
+    const recent = Math.floor(Date.now() / DAY) - 25;
+    const needed = [...days].filter((d) => d < recent || !this.ensuredDays.has(d));
+    if (!needed.length) return;
+    const dayList = needed.map((d) => new Date(d * DAY).toISOString().slice(0, 10));
+    await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+    for (const d of needed) if (d >= recent) this.ensuredDays.add(d);
+  }
+
+  /** Stores the events that are not stored yet; returns how many that was. */
+  private async insertEvents(client: pg.PoolClient, events: readonly AttackEvent[]): Promise<number> {
+    const inTimeOrder = [...events].sort((a, b) => a.ts - b.ts);
+    await client.query('savepoint direct_copy');
+    try {
+      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin`, chunks(inTimeOrder, eventsTableRow));
+      await client.query('release savepoint direct_copy');
+      return events.length;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+      // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
+      await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
+    }
+    await copyInto(client, 'copy staging_events from stdin', chunks(inTimeOrder, eventRow));
+    const { rowCount } = await client.query(INSERT_EVENTS);
+    return rowCount ?? 0;
+  }
+
+  private async resolveSensors(client: pg.PoolClient, names: string[]): Promise<void> {
+    await client.query('insert into sensors (name) select unnest($1::text[]) on conflict (name) do nothing', [names]);
+    const { rows } = await client.query<{ id: number; name: string }>('select id, name from sensors where name = any($1::text[])', [names]);
+    for (const r of rows) this.sensorIds.set(r.name, r.id);
+  }
+
+  private async insertedByUs(client: pg.PoolClient, events: readonly AttackEvent[]): Promise<AttackEvent[]> {
+    const { rows } = await client.query<{ ts: number; id: string }>(INSERTED_BY_US);
+    const mine = new Set(rows.map((r) => `${r.ts}|${r.id}`));
+    const out: AttackEvent[] = [];
+    for (const e of events) {
+      const key = `${e.ts}|${e.id}`;
+      // A batch may hold the same event twice; it was inserted once.
+      if (mine.delete(key)) out.push(e);
+    }
+    return out;
+  }
+
+  private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
+    await copyInto(client, 'copy staging_hourly from stdin', chunks(rollup.hourly.values(), hourlyRow));
+    await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a)));
+  }
+
+  private addressRow(a: AddressRow): string {
+    const x = this.enricher.enrich(a.address);
+    const sensors = recentSensors(a.sensorLast);
+    return [
+      a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
+      iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,
+      isoArray(sensors.map((s) => s[1])), copyText(x.country), copyText(x.province), copyText(x.city), copyText(x.carrier),
+      copyText(x.isp), copyNumber(x.asn), copyText(x.asName), x.net, copyText(x.scannerKind), copyText(x.scannerOrg),
+    ].join('\t') + '\n';
+  }
+}

@@ -1,0 +1,59 @@
+// Retention (docs/data-model.md): raw events and hourly rollups are kept 30 days plus 2 days of margin and
+// dropped a whole daily partition at a time (DROP TABLE, never DELETE); addresses not seen since then go too.
+import type pg from 'pg';
+import type { Logger } from '../../common/logging.ts';
+
+export const RETENTION_DAYS = 30;
+export const MARGIN_DAYS = 2;
+const DAY = 86_400_000;
+
+export interface RetentionResult {
+  cutoff: Date;
+  droppedPartitions: number;
+  removedAddresses: number;
+}
+
+/** The instant before which data is dropped. Partitions whose day ends at or before it go. */
+export function retentionCutoff(now: Date): Date {
+  return new Date(now.getTime() - (RETENTION_DAYS + MARGIN_DAYS) * DAY);
+}
+
+export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<RetentionResult> {
+  const cutoff = retentionCutoff(now);
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const dropped = await client.query<{ n: number }>('select drop_attack_partitions_before($1) as n', [cutoff]);
+    const removed = await client.query('delete from addresses where last_seen < $1', [cutoff]);
+    await client.query('commit');
+    return { cutoff, droppedPartitions: dropped.rows[0]?.n ?? 0, removedAddresses: removed.rowCount ?? 0 };
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Runs retention now and then every `intervalMs` (serve); returns a function that stops it. */
+export function scheduleRetention(pool: pg.Pool, log: Logger, intervalMs = 3_600_000): () => void {
+  let running = false;
+  const run = () => {
+    if (running) return;
+    running = true;
+    applyRetention(pool)
+      .then((r) => {
+        if (r.droppedPartitions || r.removedAddresses) log.info({ ...r, cutoff: r.cutoff.toISOString() }, 'retention applied');
+      })
+      .catch((err: Error) => log.warn({ err: { message: err.message } }, 'retention failed; will retry'))
+      .finally(() => (running = false));
+  };
+  const first = setTimeout(run, 5_000);
+  const timer = setInterval(run, intervalMs);
+  first.unref();
+  timer.unref();
+  return () => {
+    clearTimeout(first);
+    clearInterval(timer);
+  };
+}

@@ -1,0 +1,148 @@
+// Ingest benchmark (issue 3): N Cowrie events through `blockfeed ingest` (parse + enrichment +
+// classification + rollups), as a rate relative to PostgreSQL's own COPY of the same rows into a bare table,
+// both measured in this run on the same server. Also reports the ingest process's peak RSS.
+//
+//   node bench/ingest.ts [--events N] [--batch-size B]      (make bench-ingest)
+//
+// Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL in a temporary directory.
+import { spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { createLogger } from '../common/logging.ts';
+import { startEmbedded, type EmbeddedServer } from '../api-server/db/embedded.ts';
+import { ensureDatabaseExists, withDatabase } from '../api-server/db/database.ts';
+import { migrate } from '../api-server/db/migrate.ts';
+import { copyNumber, copyText } from '../api-server/ingest/copy-text.ts';
+import { parserFor } from '../api-server/ingest/formats/index.ts';
+import { cowrieLines } from './cowrie-gen.ts';
+
+const args = process.argv.slice(2);
+const eventsArg = args.indexOf('--events');
+const EVENTS = eventsArg >= 0 ? Number(args[eventsArg + 1]) : 1_000_000;
+const batchArg = args.indexOf('--batch-size');
+const BATCH = batchArg >= 0 ? ['--batch-size', String(args[batchArg + 1])] : [];
+const CLI = fileURLToPath(new URL('../bin/cli.ts', import.meta.url));
+const log = createLogger({ level: 'warn' });
+
+async function writeLines(file: string, lines: Iterable<string>): Promise<void> {
+  const out = createWriteStream(file);
+  await pipeline(
+    (function* () {
+      let buf = '';
+      for (const l of lines) {
+        buf += `${l}\n`;
+        if (buf.length > 1 << 20) {
+          yield buf;
+          buf = '';
+        }
+      }
+      if (buf) yield buf;
+    })(),
+    out,
+  );
+}
+
+/** Peak RSS (VmHWM, kB) of a running process, polled; VmHWM only grows, so the last reading is the peak. */
+function watchPeakRss(pid: number): () => number {
+  let peak = 0;
+  const read = () => {
+    try {
+      const m = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]));
+    } catch {
+      /* exited */
+    }
+  };
+  const timer = setInterval(read, 50);
+  return () => {
+    clearInterval(timer);
+    return peak;
+  };
+}
+
+const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-bench-'));
+await chmod(dir, 0o755);
+let server: EmbeddedServer | undefined;
+try {
+  let url = process.env.DATABASE_URL;
+  if (!url) {
+    server = await startEmbedded({ dataDir: path.join(dir, 'pg'), log });
+    await ensureDatabaseExists(server.url, 'bench');
+    url = withDatabase(server.url, 'bench');
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  await migrate(pool, log);
+  await pool.query('drop table if exists bench_bare');
+  await pool.query('truncate events, ip_hourly, addresses, sensors');
+
+  const end = Date.now() - 3_600_000;
+  const logFile = path.join(dir, 'cowrie.json');
+  const rowsFile = path.join(dir, 'rows.copy');
+  process.stderr.write(`generating ${EVENTS.toLocaleString('en-US')} Cowrie events…\n`);
+  await writeLines(logFile, cowrieLines(EVENTS, 42, end));
+  // The same events as rows of the events table, for the baseline.
+  const parse = parserFor('cowrie');
+  await writeLines(
+    rowsFile,
+    (function* () {
+      for (const line of cowrieLines(EVENTS, 42, end)) {
+        const r = parse(line);
+        if (!('event' in r)) throw new Error(`generator produced a line the parser refuses: ${line}`);
+        const e = r.event;
+        yield `${new Date(e.ts).toISOString()}\t${e.id}\t${e.src.text}\t${copyNumber(e.dstPort)}\t${copyText(e.service)}\t${copyText(e.proto)}\t${e.source}\t${copyText(e.sensor)}\t${e.action}\t${copyText(e.username)}\t${copyText(e.command)}`;
+      }
+    })(),
+  );
+
+  // Baseline: PostgreSQL's COPY of the same rows into a bare table (same columns, no keys, no indexes).
+  await pool.query(`create table bench_bare (ts timestamptz, id uuid, src_ip inet, dst_port integer, service text, proto text,
+    source text, sensor text, action smallint, username text, command text)`);
+  const client = await pool.connect();
+  const t0 = performance.now();
+  await pipeline(createReadStream(rowsFile, { highWaterMark: 1 << 20 }), client.query(copyFrom('copy bench_bare from stdin')));
+  const copySeconds = (performance.now() - t0) / 1000;
+  client.release();
+  await pool.query('drop table bench_bare');
+  await pool.query('checkpoint');
+
+  // The pipeline: the real CLI, as a user runs it.
+  const t1 = performance.now();
+  const child = spawn(process.execPath, [CLI, 'ingest', logFile, '--format', 'cowrie', ...BATCH], {
+    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const stopWatching = watchPeakRss(child.pid as number);
+  let stdout = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ingestSeconds = (performance.now() - t1) / 1000;
+  const peakKb = stopWatching();
+  if (code !== 0) throw new Error(`ingest exited ${code}: ${stdout}`);
+  const { rows } = await pool.query<{ events: number; hourly: number; addresses: number }>(
+    'select (select count(*)::int from events) as events, (select count(*)::int from ip_hourly) as hourly, (select count(*)::int from addresses) as addresses',
+  );
+  await pool.end();
+
+  const copyRate = EVENTS / copySeconds;
+  const ingestRate = EVENTS / ingestSeconds;
+  const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+  process.stdout.write(
+    [
+      `events:                 ${fmt(EVENTS)} (stored ${fmt(rows[0]?.events ?? 0)}; ${fmt(rows[0]?.hourly ?? 0)} hourly rows, ${fmt(rows[0]?.addresses ?? 0)} addresses)`,
+      `baseline COPY (bare):   ${copySeconds.toFixed(2)} s  ${fmt(copyRate)} rows/s`,
+      `blockfeed ingest:       ${ingestSeconds.toFixed(2)} s  ${fmt(ingestRate)} events/s  (process start to exit)`,
+      `ratio ingest / COPY:    ${(ingestRate / copyRate).toFixed(2)}  (target >= 0.50)`,
+      `ingest peak RSS:        ${(peakKb / 1024).toFixed(0)} MB  (target <= 300 MB)`,
+      '',
+    ].join('\n'),
+  );
+} finally {
+  await server?.stop();
+  await rm(dir, { recursive: true, force: true });
+}
