@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean bench-export bench-serve bench-ingest
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-controller bench-ingest bench-export bench-serve
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -82,3 +82,9 @@ dev-cluster-down: ## stop the control plane started by make dev-cluster
 	@if [ -f $(DEV_CLUSTER_DIR)/pid ]; then kill $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null || true; \
 	  while kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; do sleep 0.2; done; rm -f $(DEV_CLUSTER_DIR)/pid; echo stopped; \
 	else echo "no dev cluster running"; fi
+
+crds: ## regenerate crds/ from controller/api/v1alpha1.ts
+	node controller/api/generate-crd.ts
+
+bench-controller: deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
+	node bench/controller.ts

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerApiServerCommands } from '../api-server/cli.ts';
+import { registerControllerCommands } from '../controller/cli.ts';
 import { UserError } from '../common/errors.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string; description: string };
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerApiServerCommands(program);
+  registerControllerCommands(program);
   return program;
 }
 

@@ -1,0 +1,387 @@
+// BlocklistSubscription v1alpha1: the one source of truth for the CRD's OpenAPI schema (crds/ is generated from
+// it by generate-crd.ts) and for the controller's TypeScript types. Enums and ranges come from the shared filter
+// vocabulary so the CRD accepts exactly what the api-server accepts.
+import Type, { type Static, type TSchema } from 'typebox';
+import { ISPS, LEVELS, LIMITS, NETS, PRECISIONS, PROVINCES, PROVINCE_SHORT_NAMES, SERVICES, SOURCES, TYPES } from '../../common/vocabulary.ts';
+
+export const GROUP = 'blockfeed.dev';
+export const VERSION = 'v1alpha1';
+export const KIND = 'BlocklistSubscription';
+export const PLURAL = 'blocklistsubscriptions';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** A CEL rule in the form the api-server evaluates (x-kubernetes-validations). */
+interface CelRule {
+  rule: string;
+  message: string;
+  fieldPath?: string;
+  reason?: 'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate';
+}
+
+// Structural schemas need `type` beside `enum` (TypeBox's Enum omits it), so closed string sets are spelled here.
+function StringEnum<const T extends readonly string[]>(values: T, options: { description: string; default?: T[number] }) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+function StringMap(description: string) {
+  return Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' }, description });
+}
+
+/** Kubernetes' metav1.LabelSelector, as the CRD needs to validate it. */
+const LabelSelector = (description: string) =>
+  Type.Object(
+    {
+      matchLabels: Type.Optional(StringMap('labels that must all be present with these values')),
+      matchExpressions: Type.Optional(
+        Type.Array(
+          Type.Object({
+            key: Type.String({ description: 'label key' }),
+            operator: StringEnum(['In', 'NotIn', 'Exists', 'DoesNotExist'] as const, { description: 'how key relates to values' }),
+            values: Type.Optional(Type.Array(Type.String(), { description: 'values for In and NotIn' })),
+          }),
+          { description: 'label requirements that must all hold' },
+        ),
+      ),
+    },
+    { description: `${description}; an empty selector selects everything` },
+  );
+
+// Which filters each endpoint understands (spec §4, DESIGN.md "HTTP contract"). The CEL rules below refuse the
+// rest so a typo'd subscription fails at `kubectl apply`, not at 3 a.m.
+export const ENDPOINTS = ['dedup', 'export', 'scan-export'] as const;
+export type Endpoint = (typeof ENDPOINTS)[number];
+
+export const FILTERS_BY_ENDPOINT: Readonly<Record<Endpoint, readonly string[]>> = {
+  dedup: ['hours', 'includeScan'],
+  export: ['type', 'source', 'service', 'level', 'precision', 'hours', 'net', 'isp', 'province', 'includeResearch'],
+  'scan-export': ['level', 'hours', 'includeResearch'],
+};
+
+const MAX_HOURS_BY_ENDPOINT: Readonly<Record<Endpoint, number>> = {
+  dedup: LIMITS.dedupMaxHours,
+  export: LIMITS.exportMaxHours,
+  'scan-export': LIMITS.exportMaxHours,
+};
+
+const ALL_FILTERS = [...new Set(Object.values(FILTERS_BY_ENDPOINT).flat())];
+
+function filterRules(): CelRule[] {
+  const rules: CelRule[] = [];
+  for (const endpoint of ENDPOINTS) {
+    const allowed = FILTERS_BY_ENDPOINT[endpoint];
+    const forbidden = ALL_FILTERS.filter((f) => !allowed.includes(f));
+    rules.push({
+      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !(${forbidden.map((f) => `has(self.filters.${f})`).join(' || ')})`,
+      message: `endpoint ${endpoint} accepts only the filters: ${allowed.join(', ')}`,
+      fieldPath: '.filters',
+      reason: 'FieldValueForbidden',
+    });
+    rules.push({
+      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !has(self.filters.hours) || self.filters.hours <= ${MAX_HOURS_BY_ENDPOINT[endpoint]}`,
+      message: `hours on endpoint ${endpoint} must be at most ${MAX_HOURS_BY_ENDPOINT[endpoint]}`,
+      fieldPath: '.filters.hours',
+    });
+  }
+  return rules;
+}
+
+const Filters = Type.Object(
+  {
+    type: Type.Optional(StringEnum(['all', ...TYPES] as const, { description: 'address type (export); research scanners only when named' })),
+    source: Type.Optional(StringEnum(['all', ...SOURCES] as const, { description: 'observation source (export): honeypot deep capture, telescope scan sources, or all' })),
+    service: Type.Optional(StringEnum(['all', ...SERVICES] as const, { description: 'attacked service (export)' })),
+    level: Type.Optional(StringEnum(['all', ...LEVELS] as const, { description: 'danger level, meaning this level or worse (export, scan-export)' })),
+    precision: Type.Optional(StringEnum(PRECISIONS, { description: 'high = confirmed by at least two independent sensors (export)' })),
+    hours: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: LIMITS.exportMaxHours, description: 'time window in hours: 1-168 on dedup, 1-720 on export and scan-export' }),
+    ),
+    net: Type.Optional(StringEnum(NETS, { description: 'source network type (export): idc = data-centre and cloud' })),
+    isp: Type.Optional(StringEnum(ISPS, { description: 'carrier (export): 电信 China Telecom, 联通 China Unicom, 移动 China Mobile' })),
+    province: Type.Optional(
+      StringEnum([...new Set([...PROVINCES, ...PROVINCE_SHORT_NAMES])] as readonly string[], {
+        description: 'province of China by its Chinese name, with or without suffix (export)',
+      }),
+    ),
+    includeResearch: Type.Optional(Type.Boolean({ description: 'include research mapping platforms (export, scan-export); sent as include_research=1' })),
+    includeScan: Type.Optional(Type.Boolean({ description: 'merge the active scan sources into dedup (the api-server default is true); sent as include_scan' })),
+  },
+  { description: 'query parameters of the endpoint; each endpoint accepts only its own (see the CEL rules)' },
+);
+
+const Feed = Type.Object(
+  {
+    url: Type.String({
+      pattern: '^https?://[^\\s?#]+$',
+      maxLength: 2048,
+      description: 'base URL of a blockfeed api-server (or a compatible feed), e.g. http://blockfeed-api.blockfeed.svc:8080',
+    }),
+    endpoint: StringEnum(ENDPOINTS, { description: 'which list to pull: /api/dedup, /api/export or /api/scan-export', default: 'export' }),
+    filters: Type.Optional(Filters),
+    credentials: Type.Optional(
+      Type.Object(
+        {
+          secretRef: Type.Object(
+            {
+              name: Type.String({ minLength: 1, maxLength: 253, description: 'name of a Secret in the subscription namespace' }),
+              key: Type.String({ minLength: 1, maxLength: 253, default: 'apiKey', description: 'key in the Secret holding the API key' }),
+            },
+            { description: 'the Secret holding the subscription API key' },
+          ),
+        },
+        { description: 'API key of the feed, sent as the X-API-Key header (never in the URL)' },
+      ),
+    ),
+    timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600, default: 60, description: 'give up on a pull after this many seconds' })),
+    maxBodyBytes: Type.Optional(
+      Type.Integer({ minimum: 1024, maximum: 1_073_741_824, default: 67_108_864, description: 'refuse a feed body larger than this many bytes' }),
+    ),
+  },
+  {
+    description: 'where and what to pull',
+    'x-kubernetes-validations': filterRules(),
+  },
+);
+
+const Safety = Type.Object(
+  {
+    maxEntries: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 200_000, description: 'refuse a list with more entries than this (after sanitising)' }),
+    minPrefixV4: Type.Integer({ minimum: 0, maximum: 32, default: 16, description: 'refuse IPv4 entries broader than this prefix length' }),
+    minPrefixV6: Type.Integer({ minimum: 0, maximum: 128, default: 32, description: 'refuse IPv6 entries broader than this prefix length' }),
+    maxShrinkPercent: Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      default: 50,
+      description: 'refuse a list that shrank by more than this percentage since the last applied one (100 = never refuse)',
+    }),
+  },
+  {
+    default: { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+    description: 'checks a pulled list must pass before it is applied; a refused list leaves the last one in force',
+  },
+);
+
+const NetworkPolicyTarget = Type.Object(
+  {
+    namespaceSelector: LabelSelector('namespaces that get a blocking NetworkPolicy'),
+    podSelector: Type.Optional(LabelSelector('pods of those namespaces the policy applies to')),
+    direction: StringEnum(['Ingress', 'Egress'] as const, { default: 'Ingress', description: 'block traffic from (Ingress) or to (Egress) the listed addresses' }),
+  },
+  { description: 'one allow-all-except-the-list NetworkPolicy per selected namespace' },
+);
+
+const IngressNginxTarget = Type.Object(
+  {
+    ingressSelector: Type.Optional(LabelSelector('Ingresses (in every namespace) whose denylist-source-range annotation gets the list')),
+    global: Type.Optional(
+      Type.Object(
+        {
+          configMap: Type.String({
+            pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$',
+            description: 'namespace/name of the ingress-nginx controller ConfigMap whose denylist-source-range gets the list',
+          }),
+        },
+        { description: 'the global deny-list of an ingress-nginx controller' },
+      ),
+    ),
+  },
+  {
+    description: 'ingress-nginx deny-lists (per Ingress annotation or the global ConfigMap key); limited to 256 KiB of addresses',
+    'x-kubernetes-validations': [{ rule: 'has(self.ingressSelector) != has(self.global)', message: 'set exactly one of ingressSelector and global' }],
+  },
+);
+
+export const CONFIGMAP_FORMATS = ['txt', 'nginx', 'ipset', 'nftables'] as const;
+export type ConfigMapFormat = (typeof CONFIGMAP_FORMATS)[number];
+
+const ConfigMapTarget = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$',
+      maxLength: 240,
+      description: 'ConfigMap name in the subscription namespace; lists over 1 MiB continue in <name>-1, <name>-2, ...',
+    }),
+    formats: Type.Array(StringEnum(CONFIGMAP_FORMATS, { description: 'txt, nginx (deny x;), ipset (restore), nftables (set elements)' }), {
+      minItems: 1,
+      maxItems: 4,
+      default: ['txt'],
+      'x-kubernetes-list-type': 'set',
+      description: 'one data key per format: list.txt, deny.conf, ipset.restore, nftables.conf',
+    }),
+  },
+  { description: 'ConfigMaps holding the list in file formats for other tools' },
+);
+
+const Target = Type.Object(
+  {
+    networkPolicy: Type.Optional(NetworkPolicyTarget),
+    ingressNginx: Type.Optional(IngressNginxTarget),
+    configMap: Type.Optional(ConfigMapTarget),
+  },
+  {
+    description: 'one place the list is applied; set exactly one of networkPolicy, ingressNginx, configMap',
+    'x-kubernetes-validations': [
+      {
+        rule: '[has(self.networkPolicy), has(self.ingressNginx), has(self.configMap)].filter(x, x).size() == 1',
+        message: 'set exactly one of networkPolicy, ingressNginx, configMap',
+      },
+    ],
+  },
+);
+
+export const MIN_INTERVAL_SECONDS = 300;
+
+export const BlocklistSubscriptionSpec = Type.Object(
+  {
+    feed: Feed,
+    schedule: Type.Optional(
+      Type.String({
+        minLength: 9,
+        maxLength: 100,
+        description: 'cron expression (5 fields, UTC) of when to sync; default: daily between 03:00 and 05:00 at a time fixed per subscription',
+      }),
+    ),
+    interval: Type.Optional(
+      Type.String({
+        pattern: '^([0-9]+h)?([0-9]+m)?([0-9]+s)?$',
+        maxLength: 20,
+        minLength: 2,
+        description: 'sync every this long (Go duration such as 6h or 90m, at least 5m); excludes schedule',
+      }),
+    ),
+    suspend: Type.Optional(Type.Boolean({ default: false, description: 'stop syncing; what was applied stays in force' })),
+    allowlist: Type.Optional(
+      Type.Array(
+        Type.String({
+          maxLength: 43,
+          description: 'an address or CIDR',
+          'x-kubernetes-validations': [{ rule: 'isCIDR(self) || isIP(self)', message: 'must be an IP address or a CIDR such as 198.51.100.0/24' }],
+        }),
+        { maxItems: 10_000, description: 'addresses never blocked; wins over the feed and punches holes in wider entries' },
+      ),
+    ),
+    safety: Safety,
+    targets: Type.Array(Target, { minItems: 1, maxItems: 32, description: 'where to apply the list' }),
+  },
+  {
+    description: 'which list to pull, how often, and where to apply it',
+    'x-kubernetes-validations': [
+      { rule: '!(has(self.schedule) && has(self.interval))', message: 'set schedule or interval, not both' },
+      {
+        rule: `!has(self.interval) || duration(self.interval) >= duration('${MIN_INTERVAL_SECONDS / 60}m')`,
+        message: `interval must be at least ${MIN_INTERVAL_SECONDS / 60}m`,
+        fieldPath: '.interval',
+      },
+    ],
+  },
+);
+export type BlocklistSubscriptionSpec = Static<typeof BlocklistSubscriptionSpec>;
+
+const Condition = Type.Object(
+  {
+    type: Type.String({ maxLength: 316, description: 'Ready, Synced or Degraded' }),
+    status: StringEnum(['True', 'False', 'Unknown'] as const, { description: 'status of the condition' }),
+    reason: Type.String({ maxLength: 1024, description: 'one CamelCase word saying why' }),
+    message: Type.String({ maxLength: 32768, description: 'human-readable details' }),
+    lastTransitionTime: Type.String({ format: 'date-time', description: 'when status last changed' }),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0, description: 'metadata.generation this condition was set for' })),
+  },
+  { description: 'a condition in the form of the Kubernetes API conventions' },
+);
+export type Condition = Static<typeof Condition>;
+
+const TargetStatus = Type.Object(
+  {
+    kind: Type.String({ description: 'NetworkPolicy, Ingress, ConfigMap' }),
+    namespace: Type.String({ description: 'namespace of the object' }),
+    name: Type.String({ description: 'name of the object' }),
+    cidrs: Type.Integer({ minimum: 0, description: 'CIDRs applied to it' }),
+  },
+  { description: 'an object the list was applied to' },
+);
+export type TargetStatus = Static<typeof TargetStatus>;
+
+export const BlocklistSubscriptionStatus = Type.Object(
+  {
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0, description: 'metadata.generation last reconciled' })),
+    conditions: Type.Optional(
+      Type.Array(Condition, {
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['type'],
+        description: 'Ready (the list is in force), Synced (the last sync succeeded), Degraded (something needs attention)',
+      }),
+    ),
+    entries: Type.Optional(Type.Integer({ minimum: 0, description: 'addresses and ranges in the applied list, after sanitising' })),
+    cidrs: Type.Optional(Type.Integer({ minimum: 0, description: 'CIDRs in the applied list after aggregation' })),
+    lastSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the last sync attempt ended' })),
+    lastSuccessfulSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the last sync succeeded' })),
+    nextSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the next scheduled sync runs' })),
+    feedETag: Type.Optional(Type.String({ description: 'ETag of the applied feed body, sent as If-None-Match' })),
+    listHash: Type.Optional(Type.String({ description: 'SHA-256 of the applied aggregated list' })),
+    targets: Type.Optional(Type.Array(TargetStatus, { description: 'objects the list is applied to' })),
+    message: Type.Optional(Type.String({ description: 'summary of the last sync' })),
+  },
+  { description: 'what the controller last did' },
+);
+export type BlocklistSubscriptionStatus = Static<typeof BlocklistSubscriptionStatus>;
+
+export interface BlocklistSubscription {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: Date;
+  };
+  spec: BlocklistSubscriptionSpec;
+  status?: BlocklistSubscriptionStatus;
+}
+
+/** The CRD object (apiextensions.k8s.io/v1) as checked in under crds/. */
+export function customResourceDefinition(): Record<string, unknown> {
+  const plain = (schema: TSchema): unknown => JSON.parse(JSON.stringify(schema));
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${PLURAL}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: 'blocklistsubscription', shortNames: ['bls'], categories: ['blockfeed'] },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Endpoint', type: 'string', jsonPath: '.spec.feed.endpoint' },
+            { name: 'Entries', type: 'integer', jsonPath: '.status.entries' },
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+            { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSuccessfulSyncTime' },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: 'BlocklistSubscription pulls an attacker blocklist from a blockfeed api-server and applies it to NetworkPolicies, ingress-nginx deny-lists and ConfigMaps.',
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string', description: 'versioned schema of this object' },
+                kind: { type: 'string', description: 'REST resource this object represents' },
+                metadata: { type: 'object' },
+                spec: plain(BlocklistSubscriptionSpec),
+                status: plain(BlocklistSubscriptionStatus),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}

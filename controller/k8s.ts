@@ -1,0 +1,171 @@
+// The Kubernetes API clients the controller uses, and small helpers shared by the targets. Every write goes
+// through `writes` so tests and the bench can prove that an unchanged list writes nothing.
+import { createHash } from 'node:crypto';
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  NetworkingV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1LabelSelector,
+  type V1OwnerReference,
+} from '@kubernetes/client-node';
+import { API_VERSION, KIND, type BlocklistSubscription } from './api/v1alpha1.ts';
+
+export interface Apis {
+  kubeConfig: KubeConfig;
+  core: CoreV1Api;
+  networking: NetworkingV1Api;
+  custom: CustomObjectsApi;
+  coordination: CoordinationV1Api;
+  /** counts create/replace/patch/delete calls by the targets and status */
+  writes: WriteCounter;
+}
+
+export class WriteCounter {
+  total = 0;
+  byKind = new Map<string, number>();
+  count(kind: string): void {
+    this.total++;
+    this.byKind.set(kind, (this.byKind.get(kind) ?? 0) + 1);
+  }
+}
+
+/**
+ * client-node 2.x builds a new undici Agent for every request, so every API call pays a TLS handshake and
+ * certificate parsing — most of a sync's time against a real apiserver. Reuse one dispatcher per distinct
+ * TLS configuration (a rotated certificate gets a new one).
+ */
+export function reuseConnections(kubeConfig: KubeConfig): void {
+  const target = kubeConfig as unknown as { createDispatcher: (cluster: unknown, options: Record<string, unknown>) => unknown };
+  const original = target.createDispatcher.bind(kubeConfig);
+  const cache = new Map<string, unknown>();
+  target.createDispatcher = (cluster, options) => {
+    const key = createHash('sha256').update(JSON.stringify([cluster, options])).digest('hex');
+    let dispatcher = cache.get(key);
+    if (dispatcher === undefined) {
+      dispatcher = original(cluster, options);
+      cache.set(key, dispatcher);
+    }
+    return dispatcher;
+  };
+}
+
+export function makeApis(kubeConfig: KubeConfig): Apis {
+  reuseConnections(kubeConfig);
+  return {
+    kubeConfig,
+    core: kubeConfig.makeApiClient(CoreV1Api),
+    networking: kubeConfig.makeApiClient(NetworkingV1Api),
+    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+    writes: new WriteCounter(),
+  };
+}
+
+export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/**
+ * Lists answer with metadata only (PartialObjectMetadataList): enough to find what to delete, without
+ * downloading every large list object again.
+ */
+export const metadataOnly = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
+
+export function statusCode(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+export const isNotFound = (err: unknown) => statusCode(err) === 404;
+export const isConflict = (err: unknown) => statusCode(err) === 409;
+
+/** Reads an object, answering undefined for 404. */
+export async function readOptional<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGER = 'blockfeed-controller';
+export const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
+export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
+export const FINALIZER = 'blockfeed.dev/cleanup';
+export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';
+
+/** A short stable id of a subscription, usable as a label value and in names. */
+export function subscriptionKey(sub: Pick<BlocklistSubscription, 'metadata'>): string {
+  return createHash('sha256').update(`${sub.metadata.namespace}/${sub.metadata.name}`).digest('hex').slice(0, 16);
+}
+
+export function ownedLabels(sub: BlocklistSubscription): Record<string, string> {
+  return { [MANAGED_BY]: MANAGER, [SUBSCRIPTION_LABEL]: subscriptionKey(sub) };
+}
+
+export function ownedSelector(sub: BlocklistSubscription): string {
+  return `${MANAGED_BY}=${MANAGER},${SUBSCRIPTION_LABEL}=${subscriptionKey(sub)}`;
+}
+
+export function ownerReference(sub: BlocklistSubscription): V1OwnerReference {
+  return { apiVersion: API_VERSION, kind: KIND, name: sub.metadata.name, uid: sub.metadata.uid!, controller: true, blockOwnerDeletion: false };
+}
+
+/** metav1.LabelSelector to the query-string form; undefined selects everything. */
+export function labelSelectorString(selector: V1LabelSelector | undefined): string {
+  if (!selector) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {}).sort()) parts.push(`${k}=${v}`);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = (e.values ?? []).join(',');
+    if (e.operator === 'In') parts.push(`${e.key} in (${values})`);
+    else if (e.operator === 'NotIn') parts.push(`${e.key} notin (${values})`);
+    else if (e.operator === 'Exists') parts.push(e.key);
+    else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`);
+  }
+  return parts.join(',');
+}
+
+/** Kubernetes object names: DNS-1123, at most 253 (we keep 63 so they also fit labels). */
+export function objectName(prefix: string, sub: BlocklistSubscription): string {
+  const base = `${prefix}-${sub.metadata.name}`.slice(0, 45).replace(/[-.]+$/, '');
+  return `${base}-${subscriptionKey(sub).slice(0, 8)}`;
+}
+
+/** Compares two JSON-like values structurally (key order ignored). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value,
+  );
+}
+
+/** Runs fn over items, at most `limit` at a time (independent API writes), results in input order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** Equal string maps (ConfigMap data): no serialisation of megabytes just to compare them. */
+export function sameStringMap(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const ak = Object.keys(a ?? {});
+  if (ak.length !== Object.keys(b).length) return false;
+  return ak.every((k) => a![k] === b[k]);
+}

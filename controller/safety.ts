@@ -1,0 +1,208 @@
+// The safety stage between a pulled feed and anything applied (DESIGN.md "Reconcile", in its order):
+// invalid entries dropped and counted; never-block ranges removed (reserved space, the cluster's own CIDRs,
+// spec.allowlist, which punches holes in wider entries); entries broader than the minimum prefix refused;
+// then the whole list is refused when it is too long or shrank too much. Pure: lines in, verdict out.
+import {
+  CidrCollector,
+  cidrCount,
+  containsIPv4,
+  coveredBy,
+  parseCidrStrict,
+  parseEntry,
+  parseIPv4,
+  parseIPv4Bytes,
+  toIntervals,
+  type CidrSet,
+  type Entry,
+  type Intervals,
+} from './cidr.ts';
+
+/** Ranges no blocklist may contain: loopback, private, link-local, CGNAT, multicast and other reserved space. */
+export const NEVER_BLOCK: readonly string[] = [
+  '0.0.0.0/8', // "this network"
+  '10.0.0.0/8', // private
+  '100.64.0.0/10', // CGNAT
+  '127.0.0.0/8', // loopback
+  '169.254.0.0/16', // link-local
+  '172.16.0.0/12', // private
+  '192.0.0.0/24', // IETF protocol assignments
+  '192.88.99.0/24', // 6to4 relay anycast
+  '192.168.0.0/16', // private
+  '198.18.0.0/15', // benchmarking
+  '224.0.0.0/4', // multicast
+  '240.0.0.0/4', // reserved, includes broadcast
+  '::/127', // unspecified, loopback
+  '::ffff:0:0/96', // IPv4-mapped
+  '100::/64', // discard
+  '2001::/23', // IETF protocol assignments
+  'fc00::/7', // unique local
+  'fe80::/10', // link-local
+  'ff00::/8', // multicast
+];
+
+export const DROP_REASONS = ['invalid', 'never_block', 'cluster', 'allowlist', 'too_broad'] as const;
+export type DropReason = (typeof DROP_REASONS)[number];
+
+export interface SafetyLimits {
+  maxEntries: number;
+  minPrefixV4: number;
+  minPrefixV6: number;
+  maxShrinkPercent: number;
+}
+
+export const DEFAULT_LIMITS: SafetyLimits = { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 };
+
+export interface SanitiseOptions {
+  clusterCidrs?: readonly string[];
+  allowlist?: readonly string[];
+  limits: SafetyLimits;
+}
+
+export interface Sanitised {
+  set: CidrSet;
+  /** entries accepted (before aggregation) */
+  entries: number;
+  cidrs: number;
+  dropped: Record<DropReason, number>;
+  /** a few dropped lines per reason, for the status message */
+  examples: Partial<Record<DropReason, string[]>>;
+}
+
+const NEVER_BLOCK_INTERVALS = toIntervals(NEVER_BLOCK.map(parseCidrStrict));
+const MAX_EXAMPLES = 3;
+const utf8 = new TextDecoder('utf-8');
+
+function unionIntervals(...lists: Intervals[]): Intervals {
+  const toEntries = (iv: Intervals): Entry[] => {
+    const out: Entry[] = [];
+    // Intervals are not CIDR-aligned in general: cut them back into aligned blocks.
+    for (let i = 0; i < iv.v4.length; i += 2) out.push(...rangeToEntries4(iv.v4[i]!, iv.v4[i + 1]!));
+    for (let i = 0; i < iv.v6.length; i += 2) out.push(...rangeToEntries6(iv.v6[i]!, iv.v6[i + 1]!));
+    return out;
+  };
+  return toIntervals(lists.flatMap(toEntries));
+}
+
+function rangeToEntries4(start: number, end: number): Entry[] {
+  const out: Entry[] = [];
+  let s = start;
+  while (s <= end) {
+    let p = 32;
+    while (p > 0 && s % 2 ** (33 - p) === 0 && s + 2 ** (33 - p) - 1 <= end) p--;
+    out.push({ family: 4, start: s, prefix: p });
+    s += 2 ** (32 - p);
+  }
+  return out;
+}
+
+function rangeToEntries6(start: bigint, end: bigint): Entry[] {
+  const out: Entry[] = [];
+  let s = start;
+  while (s <= end) {
+    let bits = 0n;
+    while (bits < 128n && (s & ((1n << (bits + 1n)) - 1n)) === 0n && s + (1n << (bits + 1n)) - 1n <= end) bits++;
+    out.push({ family: 6, start: s, prefix: Number(128n - bits) });
+    if (bits === 128n) break;
+    s += 1n << bits;
+  }
+  return out;
+}
+
+/** Streams feed lines through the checks; call add() per line, then finish(). */
+export class Sanitiser {
+  private readonly collector = new CidrCollector();
+  private readonly cluster: Intervals;
+  private readonly allow: Intervals;
+  private readonly exclude: Intervals;
+  private readonly limits: SafetyLimits;
+  private readonly dropped: Record<DropReason, number> = { invalid: 0, never_block: 0, cluster: 0, allowlist: 0, too_broad: 0 };
+  private readonly examples: Partial<Record<DropReason, string[]>> = {};
+  private accepted = 0;
+
+  constructor(options: SanitiseOptions) {
+    this.cluster = toIntervals((options.clusterCidrs ?? []).map(parseCidrStrict));
+    this.allow = toIntervals((options.allowlist ?? []).map(parseCidrStrict));
+    this.exclude = unionIntervals(NEVER_BLOCK_INTERVALS, this.cluster, this.allow);
+    this.limits = options.limits;
+  }
+
+  private drop(reason: DropReason, line: string): void {
+    this.dropped[reason]++;
+    const list = (this.examples[reason] ??= []);
+    if (list.length < MAX_EXAMPLES) list.push(line.length > 60 ? `${line.slice(0, 60)}…` : line);
+  }
+
+  /** One feed line. Blank lines and comments (#, ;) are skipped; anything after whitespace is a comment. */
+  add(rawLine: string): void {
+    let line = rawLine;
+    const cut = line.search(/[\s#;]/);
+    if (cut !== -1) {
+      line = rawLine.trim();
+      if (line === '' || line[0] === '#' || line[0] === ';') return;
+      const cut2 = line.search(/[\s#;]/);
+      if (cut2 !== -1) line = line.slice(0, cut2);
+    }
+    if (line === '') return;
+    const v4 = parseIPv4(line);
+    const entry: Entry | undefined = v4 >= 0 ? { family: 4, start: v4, prefix: 32 } : parseEntry(line);
+    if (!entry) return this.drop('invalid', rawLine.trim());
+    if (coveredBy(entry, NEVER_BLOCK_INTERVALS)) return this.drop('never_block', line);
+    if (coveredBy(entry, this.cluster)) return this.drop('cluster', line);
+    if (coveredBy(entry, this.allow)) return this.drop('allowlist', line);
+    // Judged on the entry as published: the pieces left around a hole may be narrow, the entry was not.
+    if (entry.prefix < (entry.family === 4 ? this.limits.minPrefixV4 : this.limits.minPrefixV6)) return this.drop('too_broad', line);
+    this.accepted++;
+    if (v4 >= 0) this.collector.addIPv4(v4);
+    else this.collector.add(entry);
+  }
+
+  /**
+   * One feed line as bytes (no newline). A plain IPv4 address, the bulk of any feed, is checked without
+   * making a string; anything else goes through add().
+   */
+  addBytes(buf: Uint8Array, start: number, end: number): void {
+    let e = end;
+    if (e > start && buf[e - 1] === 13) e--; // CRLF
+    const v4 = parseIPv4Bytes(buf, start, e);
+    if (v4 < 0) {
+      this.add(utf8.decode(buf.subarray(start, end)));
+      return;
+    }
+    if (containsIPv4(NEVER_BLOCK_INTERVALS.v4, v4)) return this.drop('never_block', utf8.decode(buf.subarray(start, e)));
+    if (containsIPv4(this.cluster.v4, v4)) return this.drop('cluster', utf8.decode(buf.subarray(start, e)));
+    if (containsIPv4(this.allow.v4, v4)) return this.drop('allowlist', utf8.decode(buf.subarray(start, e)));
+    this.accepted++;
+    this.collector.addIPv4(v4);
+  }
+
+  finish(): Sanitised {
+    const set = this.collector.aggregate(this.exclude);
+    return { set, entries: this.accepted, cidrs: cidrCount(set), dropped: { ...this.dropped }, examples: this.examples };
+  }
+}
+
+export function sanitise(lines: Iterable<string>, options: SanitiseOptions): Sanitised {
+  const s = new Sanitiser(options);
+  for (const line of lines) s.add(line);
+  return s.finish();
+}
+
+export type Verdict = { ok: true } | { ok: false; reason: 'TooManyEntries' | 'ShrankTooMuch'; message: string };
+
+/** Whole-list checks against the limits and the last applied list's size. */
+export function judge(result: Pick<Sanitised, 'entries'>, previousEntries: number | undefined, limits: SafetyLimits): Verdict {
+  if (result.entries > limits.maxEntries) {
+    return { ok: false, reason: 'TooManyEntries', message: `list has ${result.entries} entries, more than safety.maxEntries ${limits.maxEntries}` };
+  }
+  if (previousEntries && previousEntries > 0 && limits.maxShrinkPercent < 100) {
+    const shrink = ((previousEntries - result.entries) / previousEntries) * 100;
+    if (shrink > limits.maxShrinkPercent) {
+      return {
+        ok: false,
+        reason: 'ShrankTooMuch',
+        message: `list shrank by ${shrink.toFixed(1)}% (${previousEntries} to ${result.entries} entries), more than safety.maxShrinkPercent ${limits.maxShrinkPercent}`,
+      };
+    }
+  }
+  return { ok: true };
+}

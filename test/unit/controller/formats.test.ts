@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { planShards, render, renderShards } from '../../../controller/formats.ts';
+
+const cidrs = ['192.0.2.0/24', '203.0.113.7/32', '2001:db8::/32'];
+
+describe('formats', () => {
+  it('renders txt and nginx one line per CIDR', () => {
+    expect(render('txt', cidrs)).toBe('192.0.2.0/24\n203.0.113.7/32\n2001:db8::/32\n');
+    expect(render('nginx', cidrs)).toBe('deny 192.0.2.0/24;\ndeny 203.0.113.7/32;\ndeny 2001:db8::/32;\n');
+  });
+
+  it('renders an ipset restore file with one set per family', () => {
+    expect(render('ipset', cidrs)).toBe(
+      'create blockfeed-v4 hash:net family inet maxelem 65536 -exist\n' +
+        'create blockfeed-v6 hash:net family inet6 maxelem 65536 -exist\n' +
+        'add blockfeed-v4 192.0.2.0/24 -exist\nadd blockfeed-v4 203.0.113.7/32 -exist\nadd blockfeed-v6 2001:db8::/32 -exist\n',
+    );
+  });
+
+  it('renders nftables set elements, omitting an empty family', () => {
+    const out = render('nftables', cidrs.slice(0, 2));
+    expect(out).toContain('add set inet blockfeed blocklist_v4 { type ipv4_addr; flags interval; }\n');
+    expect(out).toContain('add element inet blockfeed blocklist_v4 {\n  192.0.2.0/24,\n  203.0.113.7/32\n}\n');
+    expect(out).not.toContain('add element inet blockfeed blocklist_v6');
+  });
+
+  it('shards below the budget, in order, deterministically', () => {
+    const many = Array.from({ length: 5000 }, (_, i) => `10.${Math.floor(i / 256)}.${i % 256}.0/24`);
+    const shards = renderShards(many, ['nginx', 'txt'], 20_000);
+    expect(shards.length).toBeGreaterThan(5);
+    for (const s of shards) expect(Object.values(s).reduce((n, v) => n + Buffer.byteLength(v), 0)).toBeLessThanOrEqual(20_000);
+    expect(shards.map((s) => s['list.txt']).join('')).toBe(render('txt', many));
+    expect(renderShards(many, ['txt', 'nginx'], 20_000)).toEqual(shards);
+    expect(planShards([], ['txt'])).toEqual([[]]);
+  });
+});

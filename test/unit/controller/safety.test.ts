@@ -1,0 +1,100 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { cidrStrings } from '../../../controller/cidr.ts';
+import { DEFAULT_LIMITS, Sanitiser, judge, sanitise } from '../../../controller/safety.ts';
+
+const limits = DEFAULT_LIMITS;
+
+describe('sanitise', () => {
+  it('drops invalid, never-block, cluster, allowlisted and too-broad entries, counting each reason', () => {
+    const result = sanitise(
+      [
+        '# a comment',
+        '',
+        '203.0.113.7',
+        '203.0.113.7',
+        '2001:db8::7',
+        'not-an-ip',
+        '300.1.1.1',
+        '10.1.2.3',
+        '127.0.0.1',
+        '224.0.0.1',
+        '100.64.1.1',
+        'fe80::1',
+        '198.18.0.0/16',
+        '45.60.1.0/24',
+        '0.0.0.0/0',
+        '45.0.0.0/8',
+        '2a00::/16',
+        '198.51.100.0/24',
+        '192.0.2.9 ; comment after the address',
+        '44.10.0.0/24\r',
+      ],
+      { clusterCidrs: ['45.60.0.0/16'], allowlist: ['198.51.100.0/25', '44.10.0.0/28'], limits },
+    );
+    expect(result.dropped).toEqual({ invalid: 2, never_block: 6, cluster: 1, allowlist: 0, too_broad: 3 });
+    expect(cidrStrings(result.set)).toEqual([
+      '44.10.0.16/28',
+      '44.10.0.32/27',
+      '44.10.0.64/26',
+      '44.10.0.128/25',
+      '192.0.2.9/32',
+      '198.51.100.128/25',
+      '203.0.113.7/32',
+      '2001:db8::7/128',
+    ]);
+    expect(result.entries).toBe(6);
+  });
+
+  it('counts entries wholly inside the allowlist as allowlisted', () => {
+    const r = sanitise(['198.51.100.9', '198.51.100.10'], { allowlist: ['198.51.100.0/24'], limits });
+    expect(r.dropped.allowlist).toBe(2);
+    expect(r.cidrs).toBe(0);
+  });
+
+  it('never applies the whole address space, even when the minimum prefix allows it', () => {
+    const r = sanitise(['0.0.0.0/0', '::/0'], { limits: { ...limits, minPrefixV4: 0, minPrefixV6: 0 } });
+    const out = cidrStrings(r.set);
+    expect(out).not.toContain('0.0.0.0/0');
+    expect(out.some((c) => c.startsWith('10.') || c.startsWith('127.') || c.startsWith('192.168.'))).toBe(false);
+  });
+});
+
+describe('Sanitiser.addBytes', () => {
+  it('agrees with add() line for line (property)', () => {
+    const octet = fc.oneof(fc.integer({ min: 0, max: 255 }).map(String), fc.constantFrom('256', '01', '', 'x'));
+    const line = fc.oneof(
+      fc.tuple(octet, octet, octet, octet).map((p) => p.join('.')),
+      fc.constantFrom('10.0.0.1', '127.0.0.1', '45.60.1.1', '198.51.100.3', '# c', '', '2001:db8::1', '1.2.3.4 ; x', '1.2.3.4\r', ' 1.2.3.4'),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), (lines) => {
+        const opts = { clusterCidrs: ['45.60.0.0/16'], allowlist: ['198.51.100.0/24'], limits };
+        const byString = sanitise(lines, opts);
+        const bytes = new Sanitiser(opts);
+        const enc = new TextEncoder();
+        for (const l of lines) {
+          const buf = enc.encode(`xx${l}yy`);
+          bytes.addBytes(buf, 2, buf.length - 2);
+        }
+        const byBytes = bytes.finish();
+        expect(byBytes.dropped).toEqual(byString.dropped);
+        expect(cidrStrings(byBytes.set)).toEqual(cidrStrings(byString.set));
+        expect(byBytes.entries).toBe(byString.entries);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('judge', () => {
+  it('refuses a list over maxEntries', () => {
+    expect(judge({ entries: 11 }, undefined, { ...limits, maxEntries: 10 })).toMatchObject({ ok: false, reason: 'TooManyEntries' });
+  });
+  it('refuses a list that shrank more than maxShrinkPercent, accepts one that did not', () => {
+    expect(judge({ entries: 10 }, 100, limits)).toMatchObject({ ok: false, reason: 'ShrankTooMuch' });
+    expect(judge({ entries: 50 }, 100, limits)).toEqual({ ok: true });
+    expect(judge({ entries: 0 }, 100, { ...limits, maxShrinkPercent: 100 })).toEqual({ ok: true });
+    expect(judge({ entries: 5 }, undefined, limits)).toEqual({ ok: true });
+  });
+});
