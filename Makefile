@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-controller bench-ingest
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-controller bench-ingest bench-export bench-serve
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -50,6 +50,12 @@ test: deps k8s-bin ## everything CI runs: typecheck, lint, every test tier (buil
 	npx vitest run
 
 check: typecheck lint ## static checks only
+
+bench-export: deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY (needs psql, curl)
+	node bench/export.ts
+
+bench-serve: deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
+	node bench/serve.ts
 
 bench-ingest: deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows (EVENTS=n)
 	node bench/ingest.ts --events $${EVENTS:-1000000}
