@@ -76,6 +76,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();
   const revocations = listenForRevocations(pool, log, () => auth.forget());
+  await revocations.ready;
   app.addHook('onClose', async () => {
     clearInterval(prune);
     await revocations.close();

@@ -6,6 +6,8 @@ import type { Logger } from '../../common/logging.ts';
 import { REVOCATION_CHANNEL } from './store.ts';
 
 export interface RevocationListener {
+  /** Settles once the first attempt to LISTEN has finished, so a server is not ready before it listens. */
+  ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,9 +42,10 @@ export function listenForRevocations(pool: pg.Pool, log: Logger, forget: () => v
       lost(err as Error);
     }
   }
-  void connect();
+  const ready = connect();
 
   return {
+    ready,
     close: async () => {
       closed = true;
       clearTimeout(retry);
