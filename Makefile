@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-controller bench-ingest chart-files test-chart e2e-kind
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -26,6 +26,9 @@ node_modules/.deps-stamp: package.json package-lock.json
 	@touch $@
 
 deps: node_modules/.deps-stamp ## install npm dependencies (npm ci)
+
+bench-deps: ## Debian tools the benchmarks compare against (nginx, wrk, curl, psql, promtool)
+	.ci/system-deps --bench
 
 run: deps ## run the api-server on :8080 on the embedded PostgreSQL in ./.blockfeed (demo data on first run)
 	bin/blockfeed serve --demo-if-empty
@@ -51,7 +54,13 @@ test: deps k8s-bin ## everything CI runs: typecheck, lint, every test tier (buil
 
 check: typecheck lint ## static checks only
 
-bench-ingest: deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows (EVENTS=n)
+bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY (needs psql, curl)
+	node bench/export.ts
+
+bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
+	node bench/serve.ts
+
+bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows (EVENTS=n)
 	node bench/ingest.ts --events $${EVENTS:-1000000}
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
@@ -80,7 +89,7 @@ dev-cluster-down: ## stop the control plane started by make dev-cluster
 crds: ## regenerate crds/ from controller/api/v1alpha1.ts
 	node controller/api/generate-crd.ts
 
-bench-controller: deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
+bench-controller: deps bench-deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
 	node bench/controller.ts
 
 # --- Helm chart and container image -------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { openDatabase } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
+import { registerKeysCommands } from './keys/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';
 import { registerReclassifyCommands } from './enrich/cli.ts';
 import { registerIngestCommands } from './ingest/cli.ts';
@@ -42,4 +43,6 @@ export function registerApiServerCommands(program: Command): void {
         await db.close();
       }
     });
+
+  registerKeysCommands(program);
 }

@@ -37,7 +37,7 @@ export async function startServer({ config, log }: CommandContext, options: Serv
       log.info({ inserted }, 'demo data loaded');
     }
     stopRetention = scheduleRetention(db.pool, log);
-    app = await buildServer({ db, log, registry: createRegistry({ program: 'api-server' }), ingestToken: config.ingestToken });
+    app = await buildServer({ db, log, config, registry: createRegistry({ program: 'api-server' }), ingestToken: config.ingestToken });
     await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE') throw new UserError(`port ${config.port} is already in use on ${config.host}; set PORT to a free port`);
       if (err.code === 'EACCES') throw new UserError(`not allowed to listen on port ${config.port}; set PORT to a port above 1023`);

@@ -47,6 +47,38 @@ export const ConfigSchema = Type.Object({
     env: 'BLOCKFEED_SHUTDOWN_GRACE_SECONDS',
     description: 'how long SIGTERM waits for in-flight requests',
   }),
+  // --- blocklist HTTP API (issue 4) ---
+  trustedProxies: Type.Array(Type.String({ pattern: '^[0-9a-fA-F:.]+(/[0-9]{1,3})?$' }), {
+    default: [],
+    env: 'TRUSTED_PROXIES',
+    description: 'comma-separated addresses/CIDRs of proxies whose X-Forwarded-For is believed',
+  }),
+  anonymousPerMinute: Type.Integer({
+    minimum: 1,
+    maximum: 100000,
+    default: 5,
+    env: 'BLOCKFEED_ANONYMOUS_PER_MINUTE',
+    description: 'requests per minute per client address without a credential (spec: 5)',
+  }),
+  tierQuotas: Type.String({
+    pattern: '^[a-z][a-z0-9_-]*=(none|unlimited|[0-9]+)(,[a-z][a-z0-9_-]*=(none|unlimited|[0-9]+))*$',
+    default: 'member=none,basic=100,pro=10000,enterprise=unlimited',
+    env: 'BLOCKFEED_TIER_QUOTAS',
+    description: 'tier=calls per UTC day (none = website download only, no API; unlimited), comma-separated',
+  }),
+  cacheMaxBytes: Type.Integer({
+    minimum: 0,
+    default: 128 * 1024 * 1024,
+    env: 'BLOCKFEED_CACHE_MAX_BYTES',
+    description: 'response cache size in bytes (0 = no cache)',
+  }),
+  keyCacheSeconds: Type.Integer({
+    minimum: 0,
+    maximum: 300,
+    default: 10,
+    env: 'BLOCKFEED_KEY_CACHE_SECONDS',
+    description: 'how long a verified API key is remembered in memory (a revocation reaches every replica within this time)',
+  }),
 });
 export type Config = Static<typeof ConfigSchema>;
 

@@ -14,11 +14,7 @@ export interface ControllerMetrics {
   isLeader: Gauge;
 }
 
-// prom-client's default gauges with a _total suffix, which `promtool check metrics` rejects.
-const NON_COUNTER_TOTALS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
-
 export function createControllerMetrics(registry: Registry = createRegistry({ program: 'controller' })): ControllerMetrics {
-  for (const name of NON_COUNTER_TOTALS) registry.removeSingleMetric(name);
   const registers = [registry];
   return {
     registry,

@@ -8,16 +8,20 @@ import type { Database } from '../db/database.ts';
 import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
+import { loadConfig, type Config } from '../../common/config.ts';
+import { blocklistApi } from './api.ts';
 
 export interface ServerDeps {
   db: Database;
   log: Logger;
   registry: Registry;
+  /** Settings of the API (limits, quotas, cache, trusted proxies); the defaults when omitted. */
+  config?: Config;
   /** Enables POST /internal/v1/events (sensors pushing logs) with this bearer token. */
   ingestToken?: string;
 }
 
-export async function buildServer({ db, log, registry, ingestToken }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken }: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -25,7 +29,8 @@ export async function buildServer({ db, log, registry, ingestToken }: ServerDeps
     // Idle keep-alive sockets close at once on shutdown; busy ones finish their response first.
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    trustProxy: false,
+    // X-Forwarded-For only from the configured proxies (TRUSTED_PROXIES); else the socket's address.
+    trustProxy: config.trustedProxies.length ? config.trustedProxies : false,
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ req, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -33,5 +38,6 @@ export async function buildServer({ db, log, registry, ingestToken }: ServerDeps
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
   if (ingestToken) await app.register(ingestRoute, { pool: db.pool, token: ingestToken });
+  await app.register(blocklistApi, { pool: db.pool, log, registry, config });
   return app;
 }

@@ -48,7 +48,19 @@ export async function freshDatabase({ migrated = true }: { migrated?: boolean } 
     pool,
     drop: async () => {
       await pool.end();
-      await maintenance((c) => c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`));
+      // pool.end() resolves before its sockets have closed. Forcing the drop then would kill those sessions
+      // and their clients would raise an uncaught "terminating connection" error, so wait for them instead.
+      await maintenance(async (c) => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await c.query(`drop database if exists ${c.escapeIdentifier(name)}${attempt >= 100 ? ' with (force)' : ''}`);
+            return;
+          } catch (err) {
+            if ((err as { code?: string }).code !== '55006' || attempt >= 100) throw err;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+      });
     },
   };
 }

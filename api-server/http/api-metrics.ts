@@ -1,0 +1,32 @@
+// The API's Prometheus series, on the program's own registry.
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+export interface ApiMetrics {
+  requestDuration: Histogram<'method' | 'route' | 'status'>;
+  cacheLookups: Counter<'endpoint' | 'result'>;
+  limitRejections: Counter<'policy'>;
+}
+
+export function createApiMetrics(registry: Registry): ApiMetrics {
+  return {
+    requestDuration: new Histogram({
+      name: 'blockfeed_http_request_duration_seconds',
+      help: 'Time to answer an API request, by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    cacheLookups: new Counter({
+      name: 'blockfeed_response_cache_lookups_total',
+      help: 'Response cache lookups by endpoint and result (hit or miss)',
+      labelNames: ['endpoint', 'result'],
+      registers: [registry],
+    }),
+    limitRejections: new Counter({
+      name: 'blockfeed_rate_limit_rejections_total',
+      help: 'Requests refused with 429, by policy (anonymous rate limit or tier quota)',
+      labelNames: ['policy'],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,158 @@
+// The response cache: whole bodies keyed by endpoint + normalized parameters + format (never the
+// credential), bounded in bytes, each entry living as long as its endpoint's lifetime. Runs after auth and
+// limits. Serves strong ETags, Last-Modified, Cache-Control, Age, and 304 for a matching If-None-Match.
+import { createHash } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import type { Counter } from 'prom-client';
+
+export interface CachedBody {
+  body: Buffer;
+  /** Small bodies also as text: Node writes headers and a string body in one write, a Buffer in a writev. */
+  text?: string;
+  etag: string;
+  generatedAt: Date;
+  /** generatedAt as an HTTP date, formatted once. */
+  lastModified?: string;
+  ttlSeconds: number;
+  headers: Record<string, string>;
+}
+
+/** Lifetimes of DESIGN.md: variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
+export function cacheSeconds(variant: 'A' | 'B', endpoint: string, hours: number | undefined): number {
+  if (endpoint === 'recent') return 60;
+  if (variant === 'A') return 300;
+  const h = hours ?? 24;
+  return h <= 24 ? 1800 : h < 72 ? 3600 : 7200;
+}
+
+/** Canonical key: parameters sorted, defaults already applied, credentials left out. Pure. */
+export function cacheKey(variant: 'A' | 'B', endpoint: string, params: Record<string, unknown>): string {
+  const parts = Object.keys(params)
+    .filter((k) => k !== 'key' && params[k] !== undefined)
+    .sort()
+    .map((k) => `${k}=${String(params[k] as string | number)}`);
+  return `${variant}:${endpoint}?${parts.join('&')}`;
+}
+
+export function strongEtag(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
+}
+
+/** Does an If-None-Match header list this ETag (or `*`)? Weak comparison, as RFC 9110 asks for 304s. */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  const bare = etag.replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
+}
+
+const SMALL_BODY_BYTES = 64 * 1024;
+
+export interface ResponseCacheOptions {
+  maxBytes: number;
+  lookups: Counter<'endpoint' | 'result'>;
+}
+
+export class ResponseCache {
+  readonly #lru: LRUCache<string, CachedBody> | undefined;
+  readonly #lookups: Counter<'endpoint' | 'result'>;
+  /** Largest body kept: a quarter of the cache, so one export cannot flush everything else. */
+  readonly maxEntryBytes: number;
+
+  constructor({ maxBytes, lookups }: ResponseCacheOptions) {
+    this.#lookups = lookups;
+    this.maxEntryBytes = Math.floor(maxBytes / 4);
+    this.#lru =
+      maxBytes > 0
+        ? new LRUCache<string, CachedBody>({ maxSize: maxBytes, maxEntrySize: this.maxEntryBytes, sizeCalculation: (v, k) => v.body.length * (v.text === undefined ? 1 : 2) + k.length + 256 })
+        : undefined;
+  }
+
+  readonly #counters = new Map<string, { inc(): void }>();
+  /** Raw URL → normalized cache key, so a repeated request skips normalizing its parameters. */
+  readonly #normalized = new Map<string, string>();
+
+  normalizedKey(rawUrl: string, remember: boolean, normalize: () => string): string {
+    const known = this.#normalized.get(rawUrl);
+    if (known !== undefined) return known;
+    const key = normalize();
+    if (remember) {
+      if (this.#normalized.size >= 4096) this.#normalized.clear();
+      this.#normalized.set(rawUrl, key);
+    }
+    return key;
+  }
+
+  get(endpoint: string, key: string): CachedBody | undefined {
+    const hit = this.#lru?.get(key);
+    const id = `${endpoint} ${hit ? 'hit' : 'miss'}`;
+    let counter = this.#counters.get(id);
+    if (!counter) {
+      counter = this.#lookups.labels({ endpoint, result: hit ? 'hit' : 'miss' });
+      this.#counters.set(id, counter);
+    }
+    counter.inc();
+    return hit;
+  }
+
+  set(key: string, entry: CachedBody): void {
+    if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
+    const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
+    this.#lru.set(key, { ...entry, text, lastModified: entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
+  }
+
+  /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
+  tee(key: string, entry: Omit<CachedBody, 'body' | 'etag'>): Transform {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let keeping = this.#lru !== undefined;
+    return new Transform({
+      transform: (chunk: Buffer | string, _enc, done) => {
+        const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        if (keeping) {
+          size += buf.length;
+          if (size > this.maxEntryBytes) {
+            keeping = false;
+            chunks.length = 0;
+          } else chunks.push(buf);
+        }
+        done(null, buf);
+      },
+      flush: (done) => {
+        if (keeping) {
+          const body = Buffer.concat(chunks);
+          this.set(key, { ...entry, body, etag: strongEtag(body) });
+        }
+        done();
+      },
+    });
+  }
+}
+
+function freshnessHeaders(reply: FastifyReply, visibility: 'public' | 'private', entry: Pick<CachedBody, 'generatedAt' | 'ttlSeconds' | 'lastModified'>): void {
+  const age = Math.max(0, Math.floor((Date.now() - entry.generatedAt.getTime()) / 1000));
+  reply.header('cache-control', `${visibility}, max-age=${Math.max(0, entry.ttlSeconds - age)}`);
+  reply.header('age', String(age));
+  reply.header('last-modified', entry.lastModified ?? entry.generatedAt.toUTCString());
+}
+
+/** Answers from a complete body: 304 when the client has it, else the body with its validators. */
+export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: 'public' | 'private', entry: CachedBody): FastifyReply {
+  freshnessHeaders(reply, visibility, entry);
+  reply.header('etag', entry.etag);
+  for (const [k, v] of Object.entries(entry.headers)) reply.header(k, v);
+  if (etagMatches(req.headers['if-none-match'], entry.etag)) {
+    reply.removeHeader('content-disposition');
+    return reply.code(304).send();
+  }
+  return reply.send(entry.text ?? entry.body);
+}
+
+/** Answers with a stream (no ETag yet: it is known only at the end; the cached copy carries one). */
+export function sendStream(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body' | 'etag'>, body: Readable): FastifyReply {
+  freshnessHeaders(reply, visibility, entry);
+  for (const [k, v] of Object.entries(entry.headers)) reply.header(k, v);
+  return reply.send(body);
+}

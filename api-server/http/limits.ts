@@ -1,0 +1,94 @@
+// Anonymous rate limits (per client address per minute) and tier quotas (per key per UTC day), counted in
+// PostgreSQL with one atomic UPSERT per request so every replica sees the same counters. Announced with the
+// IETF RateLimit-Policy / RateLimit header fields (draft-ietf-httpapi-ratelimit-headers).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type pg from 'pg';
+import type { Counter } from 'prom-client';
+import type { Caller } from './auth.ts';
+import { ProblemError } from './problem.ts';
+import type { ApiRouteConfig } from './route-config.ts';
+
+export interface Policy {
+  name: string;
+  bucket: string;
+  limit: number;
+  windowSeconds: number;
+}
+
+/** The policy that meters a caller on a route, or undefined when it is not limited. Pure. */
+export function policyFor(caller: Caller, route: ApiRouteConfig, clientAddress: string, anonymousPerMinute: number): Policy | undefined {
+  if (caller.kind === 'anonymous') return { name: 'anonymous', bucket: `anon:${clientAddress}`, limit: anonymousPerMinute, windowSeconds: 60 };
+  // Variant A: "subscription tokens are not limited".
+  if (route.variant === 'A') return undefined;
+  const q = caller.quota;
+  if (q.kind !== 'daily') return undefined;
+  return { name: caller.key.tier, bucket: `quota:${caller.key.id}`, limit: q.calls, windowSeconds: 86_400 };
+}
+
+export interface Count {
+  hits: number;
+  resetSeconds: number;
+}
+
+/** Counts one request in the policy's current fixed window (aligned to the epoch: minutes, UTC days). */
+export async function countHit(pool: pg.Pool, policy: Policy): Promise<Count> {
+  const { rows } = await pool.query<{ hits: number; reset: number }>(
+    `with w as (select to_timestamp(floor(extract(epoch from now()) / $2) * $2) as start)
+     insert into rate_counters (bucket, window_start, hits) select $1, w.start, 1 from w
+     on conflict (bucket, window_start) do update set hits = rate_counters.hits + 1
+     returning hits, ceil(extract(epoch from window_start) + $2 - extract(epoch from now()))::int as reset`,
+    [policy.bucket, policy.windowSeconds],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('rate counter upsert returned no row');
+  return { hits: row.hits, resetSeconds: Math.max(1, row.reset) };
+}
+
+export function policyHeader(p: Policy): string {
+  return `"${p.name}";q=${p.limit};w=${p.windowSeconds}`;
+}
+
+export function rateLimitHeader(p: Policy, c: Count): string {
+  return `"${p.name}";r=${Math.max(0, p.limit - c.hits)};t=${c.resetSeconds}`;
+}
+
+export interface LimiterOptions {
+  pool: pg.Pool;
+  anonymousPerMinute: number;
+  rejections: Counter<'policy'>;
+}
+
+export interface Limiter {
+  /** The policy metering this request, if any (pure; no I/O). */
+  policy(req: FastifyRequest, caller: Caller, route: ApiRouteConfig): Policy | undefined;
+  /** Counts the request under its policy; announces the limit; throws 429 when it is spent. */
+  enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void>;
+}
+
+export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterOptions): Limiter {
+  const policy = (req: FastifyRequest, caller: Caller, route: ApiRouteConfig) => policyFor(caller, route, req.ip, anonymousPerMinute);
+  return { policy, enforce };
+  async function enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void> {
+    const count = await countHit(pool, policy);
+    reply.header('ratelimit-policy', policyHeader(policy));
+    reply.header('ratelimit', rateLimitHeader(policy, count));
+    if (count.hits > policy.limit) {
+      rejections.inc({ policy: caller.kind === 'anonymous' ? 'anonymous' : 'quota' });
+      throw new ProblemError({
+        status: 429,
+        slug: caller.kind === 'anonymous' ? 'rate-limited' : 'quota-exhausted',
+        title: caller.kind === 'anonymous' ? 'Too many requests' : 'Quota exhausted',
+        detail:
+          caller.kind === 'anonymous'
+            ? `anonymous callers may make ${policy.limit} requests per minute; retry in ${count.resetSeconds} s or use a subscription key`
+            : `the "${policy.name}" tier allows ${policy.limit} calls per UTC day; the quota renews in ${count.resetSeconds} s`,
+        retryAfterSeconds: count.resetSeconds,
+      });
+    }
+  }
+}
+
+/** Forgets counters of windows long past. */
+export async function pruneCounters(pool: pg.Pool): Promise<void> {
+  await pool.query(`delete from rate_counters where window_start < now() - interval '2 days'`);
+}

@@ -1,0 +1,73 @@
+// Query-string validation against the flat endpoint schemas of common/api-params.ts. Pure. Every problem is
+// reported (not only the first), each naming the parameter, why, and what it allows, in the wording of
+// common/schema-text.ts.
+import type { TObject, TSchema } from 'typebox';
+import { describeAllowed, allowedValues, type JsonSchemaLike } from '../../common/schema-text.ts';
+
+export interface ParamProblem {
+  name: string;
+  reason: string;
+  allowed: string;
+}
+
+export type ParseResult = { ok: true; value: Record<string, unknown> } | { ok: false, problems: ParamProblem[] };
+
+interface ParamSchema extends JsonSchemaLike {
+  default?: unknown;
+}
+
+function shown(raw: string): string {
+  return JSON.stringify(raw.length > 64 ? `${raw.slice(0, 64)}…` : raw);
+}
+
+function parseOne(name: string, raw: string, schema: ParamSchema): { value: unknown } | ParamProblem {
+  const problem = (reason: string): ParamProblem => ({ name, reason, allowed: describeAllowed(schema) });
+  if (schema.enum) {
+    const hit = schema.enum.find((v) => String(v) === raw);
+    return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };
+  }
+  const values = allowedValues(schema);
+  if (values) {
+    const hit = values.find((v) => String(v) === raw);
+    return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };
+  }
+  if (schema.type === 'integer') {
+    if (!/^-?\d+$/.test(raw)) return problem(`${shown(raw)} is not an integer`);
+    const n = Number(raw);
+    if ((schema.minimum !== undefined && n < schema.minimum) || (schema.maximum !== undefined && n > schema.maximum)) {
+      return problem(`${n} is out of range`);
+    }
+    return { value: n };
+  }
+  if (schema.type === 'string') {
+    if (schema.minLength !== undefined && raw.length < schema.minLength) return problem('too short');
+    return { value: raw };
+  }
+  return problem('unsupported parameter type');
+}
+
+/** Validates and coerces a parsed query string; applies the schema's defaults. */
+export function parseQuery(schema: TObject, query: Record<string, unknown> | null | undefined): ParseResult {
+  const properties = schema.properties as Record<string, TSchema & ParamSchema>;
+  const problems: ParamProblem[] = [];
+  const value: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(query ?? {})) {
+    const prop = properties[name];
+    if (!prop) {
+      problems.push({ name, reason: 'unknown parameter', allowed: `one of the parameters: ${Object.keys(properties).join(', ')}` });
+      continue;
+    }
+    if (Array.isArray(raw)) {
+      problems.push({ name, reason: 'given more than once', allowed: describeAllowed(prop) });
+      continue;
+    }
+    const parsed = parseOne(name, String(raw), prop);
+    if ('value' in parsed) value[name] = parsed.value;
+    else problems.push(parsed);
+  }
+  if (problems.length) return { ok: false, problems };
+  for (const [name, prop] of Object.entries(properties)) {
+    if (!(name in value) && prop.default !== undefined) value[name] = prop.default;
+  }
+  return { ok: true, value };
+}

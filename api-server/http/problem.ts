@@ -1,0 +1,95 @@
+// RFC 9457 problem details for every error the API answers: 400 (naming each bad parameter and what it
+// allows), 401, 403, 404, 429 and 503 (both with Retry-After), 500 without internals.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaCompiler } from 'fastify';
+import type { TObject } from 'typebox';
+import { parseQuery, type ParamProblem } from './params.ts';
+
+export interface ProblemInit {
+  status: number;
+  title: string;
+  detail: string;
+  /** Short slug; the problem type is `urn:blockfeed:problem:<slug>`. */
+  slug: string;
+  errors?: ParamProblem[];
+  retryAfterSeconds?: number;
+  headers?: Record<string, string>;
+}
+
+export class ProblemError extends Error {
+  readonly problem: ProblemInit;
+  readonly statusCode: number;
+  constructor(problem: ProblemInit) {
+    super(problem.detail);
+    this.name = 'ProblemError';
+    this.problem = problem;
+    this.statusCode = problem.status;
+  }
+}
+
+export function badParameters(problems: ParamProblem[]): ProblemError {
+  const names = problems.map((p) => p.name).join(', ');
+  return new ProblemError({
+    status: 400,
+    slug: 'invalid-parameter',
+    title: 'Invalid query parameter',
+    detail: problems.length === 1 ? `parameter ${names}: ${problems[0]?.reason}; allowed: ${problems[0]?.allowed}` : `invalid parameters: ${names}`,
+    errors: problems,
+  });
+}
+
+/** Query strings are checked by params.ts (every problem at once, with allowed values), not by ajv. */
+export const queryValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart !== 'querystring') return () => ({ value: undefined });
+  return (data: unknown) => {
+    const result = parseQuery(schema as TObject, data as Record<string, unknown>);
+    return result.ok ? { value: result.value } : { error: badParameters(result.problems) };
+  };
+};
+
+/** Errors of the store being unreachable (connection refused, shutting down, too many clients, ...). */
+export function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (typeof e.code === 'string') {
+    if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300'].includes(e.code)) return true;
+    if (e.code.startsWith('08')) return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
+}
+
+export function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
+  // Headers a success path may have set already do not describe a problem.
+  for (const h of ['etag', 'last-modified', 'age', 'content-disposition', 'x-blocklist-truncated']) reply.removeHeader(h);
+  reply.code(p.status).type('application/problem+json').header('cache-control', 'no-store');
+  if (p.retryAfterSeconds !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(p.retryAfterSeconds))));
+  for (const [k, v] of Object.entries(p.headers ?? {})) reply.header(k, v);
+  return reply.send(
+    JSON.stringify({
+      type: `urn:blockfeed:problem:${p.slug}`,
+      title: p.title,
+      status: p.status,
+      detail: p.detail,
+      instance: reply.request.url.split('?')[0],
+      ...(p.errors ? { errors: p.errors } : {}),
+    }),
+  );
+}
+
+/** Installs the error and not-found handlers of the API's context. */
+export function installProblemHandlers(app: FastifyInstance): void {
+  app.setValidatorCompiler(queryValidatorCompiler);
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof ProblemError) return sendProblem(reply, err.problem);
+    if (isStoreUnavailable(err)) {
+      req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+      return sendProblem(reply, { status: 503, slug: 'store-unavailable', title: 'Service unavailable', detail: 'the blocklist store is unavailable; retry later', retryAfterSeconds: 5 });
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendProblem(reply, { status: err.statusCode, slug: 'bad-request', title: 'Bad request', detail: err.message });
+    }
+    req.log.error({ err }, 'request failed');
+    return sendProblem(reply, { status: 500, slug: 'internal', title: 'Internal error', detail: 'the request failed; the error is in the server log' });
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendProblem(reply, { status: 404, slug: 'not-found', title: 'Not found', detail: `no endpoint ${req.method} ${req.url.split('?')[0]}` }),
+  );
+}

@@ -1,0 +1,101 @@
+// The shared shape of every API handler: look in the cache, else produce the body (a whole document or a
+// stream from the store) and keep a copy. Headers for download and truncation travel with the cached copy.
+import { pipeline } from 'node:stream';
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type pg from 'pg';
+import type { Format } from '../../common/vocabulary.ts';
+import type { Logger } from '../../common/logging.ts';
+import { LIMITS } from '../../common/vocabulary.ts';
+import type { ListFilter } from '../query/filters.ts';
+import { streamList } from '../query/stream.ts';
+import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type ResponseCache } from './cache.ts';
+import type { ApiRouteConfig } from './route-config.ts';
+
+export interface ResponderDeps {
+  pool: pg.Pool;
+  log: Logger;
+  cache: ResponseCache;
+  /** The per-route hooks: auth → limits before the handler, request metrics after the response. */
+  guard(route: ApiRouteConfig, url: string): Pick<RouteShorthandOptions, 'preHandler' | 'onResponse'>;
+}
+
+export const CONTENT_TYPES: Record<Format, string> = {
+  txt: 'text/plain; charset=utf-8',
+  csv: 'text/csv; charset=utf-8; header=present',
+  json: 'application/json; charset=utf-8',
+};
+
+export function downloadName(endpoint: string, hours: number, at: Date, format: Format): string {
+  return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
+}
+
+function visibility(route: ApiRouteConfig): 'public' | 'private' {
+  return route.access === 'key' ? 'private' : 'public';
+}
+
+function keyOf(cache: ResponseCache, route: ApiRouteConfig, req: FastifyRequest): string {
+  // URLs carrying a credential are normalized every time rather than remembered.
+  const remember = !/[?&]key=/i.test(req.url);
+  return cache.normalizedKey(`${route.variant}${req.url}`, remember, () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
+}
+
+export interface ListRequest {
+  filter: (now: Date) => ListFilter;
+  format: Format;
+  hours: number;
+  download: 0 | 1;
+  /** /api/export: cap and truncate above LIMITS.exportMaxRecords. */
+  truncates: boolean;
+}
+
+export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, req: FastifyRequest, reply: FastifyReply, list: ListRequest): Promise<FastifyReply> {
+  const key = keyOf(deps.cache, route, req);
+  const hit = deps.cache.get(route.endpoint, key);
+  if (hit) return sendBody(req, reply, visibility(route), hit);
+  const now = new Date();
+  const limit = list.truncates ? LIMITS.exportMaxRecords : undefined;
+  const stream = await streamList({
+    pool: deps.pool,
+    log: deps.log,
+    filter: list.filter(now),
+    format: list.format,
+    generatedAt: now,
+    windowHours: list.hours,
+    limit,
+    count: list.format === 'json' || limit !== undefined,
+  });
+  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[list.format] };
+  if (list.truncates) headers['x-blocklist-truncated'] = String(stream.truncated);
+  if (list.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, list.hours, now, list.format)}"`;
+  const entry = { generatedAt: now, ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours), headers };
+  const tee = deps.cache.tee(key, entry);
+  // pipeline, not pipe: a client that goes away destroys the tee, and with it the statement's stream.
+  pipeline(stream.body, tee, (err) => {
+    if (err && (err).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log.warn({ err: { message: err.message } }, 'list stream failed');
+  });
+  return sendStream(reply, visibility(route), entry, tee);
+}
+
+/** For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). */
+export async function respondDocument(
+  deps: ResponderDeps,
+  route: ApiRouteConfig,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
+): Promise<FastifyReply> {
+  const key = keyOf(deps.cache, route, req);
+  const hit = deps.cache.get(route.endpoint, key);
+  if (hit) return sendBody(req, reply, visibility(route), hit);
+  const now = new Date();
+  const body = Buffer.from(await doc.produce(now));
+  const entry = {
+    body,
+    etag: strongEtag(body),
+    generatedAt: now,
+    ttlSeconds: cacheSeconds(route.variant, route.endpoint, doc.hours),
+    headers: { 'content-type': CONTENT_TYPES[doc.format] },
+  };
+  deps.cache.set(key, entry);
+  return sendBody(req, reply, visibility(route), entry);
+}

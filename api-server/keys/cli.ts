@@ -1,0 +1,74 @@
+// `blockfeed keys create|list|revoke`: the subscription keys of variant A (bearer) and B (X-API-Key / key=).
+import type { Command } from 'commander';
+import { commandContext } from '../../common/cli-support.ts';
+import { UserError } from '../../common/errors.ts';
+import { openDatabase, type Database } from '../db/database.ts';
+import { migrate } from '../db/migrate.ts';
+import { createKey, listKeys, revokeKey } from './store.ts';
+import { parseTierQuotas, type Quota } from './tiers.ts';
+
+async function withStore<T>(fn: (db: Database, tiers: Map<string, Quota>) => Promise<T>): Promise<T> {
+  const { config, log } = commandContext();
+  const tiers = parseTierQuotas(config.tierQuotas);
+  const db = await openDatabase({ config, log, applicationName: 'blockfeed-keys', poolSize: 2 });
+  try {
+    await migrate(db.pool, log);
+    return await fn(db, tiers);
+  } finally {
+    await db.close();
+  }
+}
+
+function describeQuota(q: Quota | undefined): string {
+  if (!q) return 'unknown tier';
+  return q.kind === 'none' ? 'no API access (website download only)' : q.kind === 'unlimited' ? 'unlimited' : `${q.calls} calls/day`;
+}
+
+export function registerKeysCommands(program: Command): void {
+  const keys = program.command('keys').description('manage API keys (variant A bearer tokens and variant B X-API-Key)');
+
+  keys
+    .command('create')
+    .description('create a key and print it once (only its hash is stored)')
+    .requiredOption('--tier <tier>', 'membership tier (see BLOCKFEED_TIER_QUOTAS; default tiers: member, basic, pro, enterprise)')
+    .requiredOption('--name <name>', 'who or what the key is for')
+    .action(async (opts: { tier: string; name: string }) => {
+      await withStore(async (db, tiers) => {
+        if (!tiers.has(opts.tier)) throw new UserError(`--tier must be one of: ${[...tiers.keys()].join(', ')}; got "${opts.tier}"`);
+        if (!opts.name.trim()) throw new UserError('--name must not be empty');
+        const { key, record } = await createKey(db.pool, opts.tier, opts.name.trim());
+        process.stdout.write(`${key}\n`);
+        process.stderr.write(
+          `created key ${record.id} (bf_${record.prefix}_…) for "${record.name}", tier ${record.tier}: ${describeQuota(tiers.get(record.tier))}.\n` +
+            'The key is shown only this once; store it now.\n',
+        );
+      });
+    });
+
+  keys
+    .command('list')
+    .description('list keys (never the secrets)')
+    .action(async () => {
+      await withStore(async (db, tiers) => {
+        const rows = await listKeys(db.pool);
+        const lines = [['ID', 'PREFIX', 'TIER', 'QUOTA', 'CREATED', 'REVOKED', 'NAME']];
+        for (const k of rows) {
+          lines.push([String(k.id), `bf_${k.prefix}`, k.tier, describeQuota(tiers.get(k.tier)), k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-', k.name]);
+        }
+        const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
+        process.stdout.write(lines.map((l) => l.map((c, i) => (i === l.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n');
+      });
+    });
+
+  keys
+    .command('revoke')
+    .description('revoke a key by id or prefix (bf_xxxxxxxx); running servers refuse it at once')
+    .argument('<key>', 'key id, prefix or the key itself')
+    .action(async (which: string) => {
+      await withStore(async (db) => {
+        const k = await revokeKey(db.pool, which);
+        if (!k) throw new UserError(`no key with id or prefix "${which}" (see blockfeed keys list)`);
+        process.stdout.write(`revoked key ${k.id} (bf_${k.prefix}) "${k.name}"\n`);
+      });
+    });
+}

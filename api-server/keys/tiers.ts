@@ -1,0 +1,15 @@
+// Tier quotas from configuration ("member=none,basic=100,pro=10000,enterprise=unlimited"). Pure.
+import { UserError } from '../../common/errors.ts';
+
+/** `none`: no API access (website download only); a number: calls per UTC day; `unlimited`. */
+export type Quota = { kind: 'none' } | { kind: 'daily'; calls: number } | { kind: 'unlimited' };
+
+export function parseTierQuotas(text: string): Map<string, Quota> {
+  const tiers = new Map<string, Quota>();
+  for (const part of text.split(',')) {
+    const [name, value] = part.split('=').map((s) => s.trim());
+    if (!name || value === undefined) throw new UserError(`BLOCKFEED_TIER_QUOTAS: "${part}" must look like tier=100, tier=none or tier=unlimited`);
+    tiers.set(name, value === 'none' ? { kind: 'none' } : value === 'unlimited' ? { kind: 'unlimited' } : { kind: 'daily', calls: Number(value) });
+  }
+  return tiers;
+}

@@ -1,0 +1,123 @@
+// From validated endpoint parameters to SQL over `addresses` (docs/data-model.md "Classification within a
+// window"). Pure. Everything is rendered as literals, not bind parameters, because the txt path runs the
+// query inside COPY, which takes none; every value is either a vocabulary member or a timestamp we made,
+// and is quoted anyway.
+import { SERVICES, normalizeProvince, type AddressType, type Isp, type Level, type Net, type Precision, type Service } from '../../common/vocabulary.ts';
+
+/** Which "last seen" decides whether an address is in the window. */
+export type WindowBasis = 'any' | 'honeypot' | 'telescope';
+
+export interface ListFilter {
+  /** Window start W: an address is in the window when its relevant last-seen is >= W. */
+  since: Date;
+  basis: WindowBasis;
+  type?: AddressType;
+  service?: Service;
+  /** Minimum level ("X or worse"). */
+  level?: Level;
+  precision?: Precision;
+  net?: Net;
+  isp?: Isp;
+  province?: string;
+  includeResearch: boolean;
+}
+
+export function quoteLiteral(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+export function timestampLiteral(at: Date): string {
+  return `${quoteLiteral(at.toISOString())}::timestamptz`;
+}
+
+/** A Postgres text[] literal of the service names, indexed like addresses.service_last. */
+export const SERVICE_ARRAY_SQL = `array[${SERVICES.map(quoteLiteral).join(',')}]::text[]`;
+
+/** 3 = critical, 2 = high, 1 = medium, within the window starting at `w` (a SQL expression). */
+export function severitySql(w: string): string {
+  return `case when a.last_critical >= ${w} then 3
+    when a.last_high >= ${w} or (select count(*) from unnest(a.service_last) s where s >= ${w}) >= 3 then 2
+    else 1 end`;
+}
+
+const LEVEL_RANK: Record<Level, number> = { medium: 1, high: 2, critical: 3 };
+
+/** The WHERE conditions (joined with `and`) selecting the addresses a filter asks for. */
+export function whereSql(f: ListFilter): string {
+  const w = timestampLiteral(f.since);
+  const conds: string[] = [];
+  conds.push(
+    f.basis === 'honeypot' ? `a.last_honeypot >= ${w}` : f.basis === 'telescope' ? `a.last_telescope >= ${w}` : `a.last_seen >= ${w}`,
+  );
+  switch (f.type) {
+    case 'research_scanner':
+    case 'asset_scanner':
+      conds.push(`a.scanner_kind = ${quoteLiteral(f.type)}`);
+      break;
+    case 'attacker':
+      conds.push(`a.scanner_kind is null and a.last_interaction >= ${w}`);
+      break;
+    case 'scanner':
+      conds.push(`a.scanner_kind is null and (a.last_interaction is null or a.last_interaction < ${w})`);
+      break;
+    case undefined:
+      break;
+  }
+  if (f.type !== 'research_scanner' && !f.includeResearch) conds.push(`a.scanner_kind is distinct from 'research_scanner'`);
+  if (f.service) conds.push(`a.service_last[${SERVICES.indexOf(f.service) + 1}] >= ${w}`);
+  if (f.level === 'critical') conds.push(`a.last_critical >= ${w}`);
+  else if (f.level && LEVEL_RANK[f.level] > 1) conds.push(`${severitySql(w)} >= ${LEVEL_RANK[f.level]}`);
+  if (f.precision === 'high') conds.push(`a.confirmed_at >= ${w}`);
+  if (f.net) conds.push(`a.net = ${quoteLiteral(f.net)}`);
+  if (f.isp) conds.push(`a.isp = ${quoteLiteral(f.isp)}`);
+  if (f.province) conds.push(`a.province = ${quoteLiteral(normalizeProvince(f.province) ?? f.province)}`);
+  return conds.join('\n  and ');
+}
+
+/**
+ * The matching addresses, at most `limit`: when more match, the most severe and then most recent are kept.
+ * The result is always in address order. `select` lists the output columns over alias `a`.
+ */
+function matching(f: ListFilter, limit: number | undefined, truncate: boolean): string {
+  const where = whereSql(f);
+  if (!truncate || limit === undefined) return `(select a.* from addresses a where ${where}) a`;
+  const w = timestampLiteral(f.since);
+  return `(select a.* from addresses a where ${where}
+    order by ${severitySql(w)} desc, a.last_seen desc, a.ip limit ${limit}) a`;
+}
+
+/** `select count(*)` that stops counting at `cap` (so "more than a million" costs no more than a million). */
+export function cappedCountSql(f: ListFilter, cap: number): string {
+  return `select count(*)::int as n from (select 1 from addresses a where ${whereSql(f)} limit ${cap}) x`;
+}
+
+/** One address per row, for COPY ... TO STDOUT (text format: exactly one address a line). */
+export function addressesSql(f: ListFilter, limit?: number, truncate = false): string {
+  return `select host(a.ip) from ${matching(f, limit, truncate)} order by a.ip`;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS"Z"'`;
+
+/** Full records (json, csv): classification in the window plus attacks and ports from ip_hourly. */
+export function recordsSql(f: ListFilter, limit?: number, truncate = false): string {
+  const w = timestampLiteral(f.since);
+  const hourFrom = `date_trunc('hour', ${w})`;
+  return `select host(a.ip) as ip,
+    to_char(a.first_seen at time zone 'UTC', ${ISO}) as first_seen,
+    to_char(a.last_seen at time zone 'UTC', ${ISO}) as last_seen,
+    coalesce(h.attacks, 0)::int as attacks,
+    coalesce(a.scanner_kind, case when a.last_interaction >= ${w} then 'attacker' else 'scanner' end) as type,
+    (array['medium','high','critical'])[${severitySql(w)}] as level,
+    case when a.confirmed_at >= ${w} then 'high' else 'standard' end as precision,
+    array_remove(array[case when a.last_honeypot >= ${w} then 'honeypot' end,
+                       case when a.last_telescope >= ${w} then 'telescope' end], null) as sources,
+    array(select (${SERVICE_ARRAY_SQL})[i] from generate_subscripts(a.service_last, 1) i
+          where a.service_last[i] >= ${w} order by i) as services,
+    coalesce(p.ports, '{}') as ports,
+    a.country::text as country, a.province, a.isp, a.net, a.asn
+  from ${matching(f, limit, truncate)}
+  left join (select ip, sum(attacks) as attacks from ip_hourly where hour >= ${hourFrom} group by ip) h on h.ip = a.ip
+  left join (select ip, array_agg(distinct port order by port) as ports
+             from ip_hourly, unnest(ports) as port where hour >= ${hourFrom} group by ip) p on p.ip = a.ip
+  order by a.ip`;
+}

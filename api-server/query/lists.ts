@@ -1,0 +1,40 @@
+// What each list endpoint selects, as a ListFilter (pure). See DESIGN.md "HTTP contract":
+// research scanners only when named or with include_research=1; dedup merges scan sources unless include_scan=0.
+import type { DedupQuery, ExportQuery, ScanExportQuery } from '../../common/api-params.ts';
+import type { ListFilter } from './filters.ts';
+
+export function windowStart(now: Date, hours: number): Date {
+  return new Date(now.getTime() - hours * 3_600_000);
+}
+
+export function dedupFilter(q: Pick<DedupQuery, 'hours'> & Partial<Pick<DedupQuery, 'include_scan' | 'include_research'>>, now: Date): ListFilter {
+  return {
+    since: windowStart(now, q.hours),
+    basis: (q.include_scan ?? 1) === 1 ? 'any' : 'honeypot',
+    includeResearch: q.include_research === 1,
+  };
+}
+
+export function exportFilter(q: ExportQuery, now: Date): ListFilter {
+  return {
+    since: windowStart(now, q.hours),
+    basis: q.source === 'all' ? 'any' : q.source,
+    type: q.type === 'all' ? undefined : q.type,
+    service: q.service === 'all' ? undefined : q.service,
+    level: q.level === 'all' ? undefined : q.level,
+    precision: q.precision,
+    net: q.net,
+    isp: q.isp,
+    province: q.province,
+    includeResearch: q.include_research === 1,
+  };
+}
+
+export function scanExportFilter(q: ScanExportQuery, now: Date): ListFilter {
+  return {
+    since: windowStart(now, q.hours),
+    basis: 'telescope',
+    level: q.level === 'all' ? undefined : q.level,
+    includeResearch: q.include_research === 1,
+  };
+}

@@ -1,0 +1,124 @@
+// Streams a list out of PostgreSQL with backpressure: txt through COPY (the cheapest way PostgreSQL has to
+// emit rows), csv and json through a cursor and the record formatters. A consumer that goes away (client
+// disconnect) cancels the running statement and discards its connection.
+import { Transform, pipeline, type Readable } from 'node:stream';
+import type pg from 'pg';
+import QueryStream from 'pg-query-stream';
+import { to as copyTo } from 'pg-copy-streams';
+import type { Format } from '../../common/vocabulary.ts';
+import type { Logger } from '../../common/logging.ts';
+import { csvHeader, csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord, type ListEnvelope } from '../formats/records.ts';
+import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './filters.ts';
+
+/** Chunk size handed to the socket when formatting records in JavaScript. */
+const FLUSH_BYTES = 64 * 1024;
+
+async function cancelBackend(pool: pg.Pool, client: pg.PoolClient, log: Logger): Promise<void> {
+  const pid = (client as unknown as { processID?: number }).processID;
+  if (pid) await pool.query('select pg_cancel_backend($1)', [pid]).catch((err: Error) => log.warn({ err: { message: err.message } }, 'could not cancel query'));
+}
+
+/** Formats address records into text, batching small strings into larger chunks. */
+function recordFormatter(format: 'csv' | 'json', envelope: ListEnvelope): Transform {
+  let pending = format === 'csv' ? csvHeader() : jsonOpen(envelope);
+  let first = true;
+  return new Transform({
+    writableObjectMode: true,
+    transform(record: AddressRecord, _enc, done) {
+      if (format === 'csv') pending += csvRecord(record);
+      else {
+        pending += first ? jsonRecord(record) : `,${jsonRecord(record)}`;
+        first = false;
+      }
+      if (pending.length >= FLUSH_BYTES) {
+        this.push(pending);
+        pending = '';
+      }
+      done();
+    },
+    flush(done) {
+      if (format === 'json') pending += jsonClose();
+      if (pending) this.push(pending);
+      done();
+    },
+  });
+}
+
+export interface ListStreamOptions {
+  pool: pg.Pool;
+  log: Logger;
+  filter: ListFilter;
+  format: Format;
+  generatedAt: Date;
+  windowHours: number;
+  /** At most this many records; beyond it the most severe and most recent are kept (truncated). */
+  limit?: number;
+  /** Count the matches first (needed for the json envelope and for truncation). */
+  count: boolean;
+}
+
+export interface ListStream {
+  body: Readable;
+  /** Records in the body (known when counted). */
+  count?: number;
+  truncated: boolean;
+}
+
+/**
+ * Opens the list's statement and returns its body stream; the connection is released when it ends. The
+ * count and the rows come from one read-only snapshot, so the envelope's count matches the data.
+ */
+export async function streamList({ pool, log, filter, format, generatedAt, windowHours, limit, count }: ListStreamOptions): Promise<ListStream> {
+  const client = await pool.connect();
+  let matched: number | undefined;
+  const snapshot = count || limit !== undefined;
+  try {
+    if (snapshot) {
+      await client.query('begin isolation level repeatable read read only');
+      const cap = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
+      const { rows } = await client.query<{ n: number }>(cappedCountSql(filter, cap));
+      matched = rows[0]?.n ?? 0;
+    }
+  } catch (err) {
+    client.release(true);
+    throw err;
+  }
+  const truncated = limit !== undefined && matched !== undefined && matched > limit;
+  const shown = matched === undefined ? undefined : truncated && limit !== undefined ? limit : matched;
+  const envelope: ListEnvelope = { generated_at: generatedAt.toISOString(), window_hours: windowHours, count: shown ?? 0, truncated };
+  const source: Readable =
+    format === 'txt'
+      ? client.query(copyTo(`copy (${addressesSql(filter, limit, truncated)}) to stdout`))
+      : client.query(new QueryStream(recordsSql(filter, limit, truncated), [], { batchSize: 2000, highWaterMark: 2000 }));
+  let tail: Readable = source;
+  let done = false;
+  const finish = async (err?: Error | null) => {
+    if (done) return;
+    done = true;
+    if (err) {
+      // Premature close (client gone) or a failing statement: stop the backend and drop the connection.
+      await cancelBackend(pool, client, log);
+      client.release(true);
+      return;
+    }
+    try {
+      if (snapshot) await client.query('commit');
+      client.release();
+    } catch (commitErr) {
+      client.release(commitErr as Error);
+    }
+  };
+  if (format !== 'txt') {
+    const formatter = recordFormatter(format, envelope);
+    pipeline(source, formatter, (err) => {
+      if (err) void finish(err);
+    });
+    tail = formatter;
+  }
+  tail.once('end', () => void finish());
+  tail.once('error', (err) => void finish(err));
+  tail.once('close', () => {
+    if (!tail.readableEnded) void finish(new Error('stream closed before its end'));
+  });
+  return { body: tail, count: shown, truncated };
+}

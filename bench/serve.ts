@@ -1,0 +1,105 @@
+// bench/serve: throughput of cached answers under wrk (16 connections, 10 s), each against a baseline in the
+// same run: a cached 100,000-address txt list vs Debian's nginx serving the same bytes as a static file
+// (target ≥ 0.7×), and cached stats JSON vs a bare fastify hello-world route (target ≥ 0.8×).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/support/cli.ts';
+import { benchStore, median, requireCommands, startServeChild } from './harness.ts';
+
+const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 100_000);
+const DURATION = process.env.BENCH_DURATION ?? '10s';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+function wrk(url: string, headers: Record<string, string> = {}): number {
+  const args = ['-t2', '-c16', `-d${DURATION}`, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), url];
+  const res = spawnSync('wrk', args, { encoding: 'utf8' });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(res.stdout)?.[1]);
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(res.stdout)?.[1];
+  if (res.status !== 0 || !rps || non2xx) throw new Error(`wrk ${url} failed:\n${res.stdout}${res.stderr}`);
+  return rps;
+}
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+requireCommands('nginx', 'wrk');
+const store = await benchStore(ADDRESSES, 24);
+const server = await startServeChild(store.url);
+const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-bench-nginx-'));
+await chmod(dir, 0o755);
+const children: ChildProcess[] = [];
+try {
+  const auth = { 'X-API-Key': store.key };
+  const listUrl = `${server.base}/api/export?hours=24&format=txt`;
+  const statsUrl = `${server.base}/api/stats?hours=24`;
+  // The first answer streams from the store and fills the cache; the second must come from it.
+  const body = Buffer.from(await (await fetch(listUrl, { headers: auth })).arrayBuffer());
+  const cached = await fetch(listUrl, { headers: auth });
+  if (!cached.headers.get('etag') || Buffer.compare(Buffer.from(await cached.arrayBuffer()), body) !== 0) throw new Error('the list was not cached');
+  await (await fetch(statsUrl, { headers: auth })).text();
+
+  // nginx with Debian's defaults that matter (worker_processes auto, sendfile on), the same bytes as a file.
+  await writeFile(path.join(dir, 'list.txt'), body, { mode: 0o644 });
+  const nginxPort = await freePort();
+  await writeFile(
+    path.join(dir, 'nginx.conf'),
+    `daemon off;\nworker_processes auto;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log warn;\n` +
+      `events { worker_connections 1024; }\n` +
+      `http { sendfile on; tcp_nopush on; access_log off; default_type text/plain;\n` +
+      `  server { listen 127.0.0.1:${nginxPort}; root ${dir}; } }\n`,
+  );
+  const nginx = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-p', dir], { stdio: 'inherit' });
+  children.push(nginx);
+  const nginxUrl = `http://127.0.0.1:${nginxPort}/list.txt`;
+  await waitFor(nginxUrl);
+
+  const helloPort = await freePort();
+  const hello = spawn(process.execPath, [fileURLToPath(new URL('./hello.ts', import.meta.url))], { env: { ...process.env, PORT: String(helloPort) }, stdio: 'ignore' });
+  children.push(hello);
+  const helloUrl = `http://127.0.0.1:${helloPort}/`;
+  await waitFor(helloUrl);
+
+  const runs = { nginx: [] as number[], list: [] as number[], hello: [] as number[], stats: [] as number[] };
+  for (let i = 0; i < ROUNDS; i++) {
+    runs.nginx.push(wrk(nginxUrl));
+    runs.list.push(wrk(listUrl, auth));
+    runs.hello.push(wrk(helloUrl));
+    runs.stats.push(wrk(statsUrl, auth));
+  }
+  const listRatio = median(runs.list) / median(runs.nginx);
+  const statsRatio = median(runs.stats) / median(runs.hello);
+  const f = (xs: number[]) => `median ${median(xs).toFixed(0)} req/s (${xs.map((x) => x.toFixed(0)).join(' ')})`;
+  process.stdout.write(
+    `bench/serve: wrk -t2 -c16 -d${DURATION}, ${ROUNDS} rounds, list of ${ADDRESSES} addresses (${body.length} bytes)\n` +
+      `  nginx static file            ${f(runs.nginx)}\n` +
+      `  cached /api/export txt       ${f(runs.list)}\n` +
+      `  ratio ${listRatio.toFixed(2)}x nginx (target >= 0.70x) ${listRatio >= 0.7 ? 'PASS' : 'FAIL'}\n` +
+      `  bare fastify hello-world     ${f(runs.hello)}\n` +
+      `  cached /api/stats json       ${f(runs.stats)}\n` +
+      `  ratio ${statsRatio.toFixed(2)}x hello-world (target >= 0.80x) ${statsRatio >= 0.8 ? 'PASS' : 'FAIL'}\n`,
+  );
+} finally {
+  for (const c of children) await stopChild(c);
+  await server.stop();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,33 @@
+// The api-server's /metrics exposition is valid for Prometheus (`promtool check metrics`, Debian's
+// prometheus package) and carries the API's own series after some traffic.
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type TestApi } from '../../support/api-server.ts';
+import { freshDatabase, type TestDatabase } from '../../support/db.ts';
+
+describe('api-server /metrics', () => {
+  let db: TestDatabase;
+  let api: TestApi;
+  beforeAll(async () => {
+    db = await freshDatabase();
+    api = await startApi(db.url);
+  });
+  afterAll(async () => {
+    await api.close();
+    await db.drop();
+  });
+
+  it('is clean under promtool check metrics and names the API series', async () => {
+    await fetch(`${api.base}/api/stats`);
+    await fetch(`${api.base}/api/stats`); // a cache hit
+    await fetch(`${api.base}/api/export`); // 401: no key
+    const text = await (await fetch(`${api.base}/metrics`)).text();
+    for (const name of ['blockfeed_http_request_duration_seconds', 'blockfeed_response_cache_lookups_total', 'process_cpu_user_seconds_total']) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+    const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(check.error).toBeUndefined();
+    expect(`${check.stdout}${check.stderr}`).toBe('');
+    expect(check.status).toBe(0);
+  });
+});

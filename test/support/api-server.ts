@@ -1,0 +1,36 @@
+// An in-process api-server on a test database, listening on a real socket, with its log captured.
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../common/config.ts';
+import { createLogger } from '../../common/logging.ts';
+import { createRegistry } from '../../common/metrics.ts';
+import { openDatabase } from '../../api-server/db/database.ts';
+import { buildServer } from '../../api-server/http/server.ts';
+
+export interface TestApi {
+  base: string;
+  app: FastifyInstance;
+  log(): string;
+  close(): Promise<void>;
+}
+
+export async function startApi(databaseUrl: string, overrides: Partial<Config> = {}): Promise<TestApi> {
+  const config = loadConfig({ env: {}, overrides: { databaseUrl, logLevel: 'info', ...overrides } });
+  let captured = '';
+  const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => ((captured += chunk.toString()), cb()) });
+  const log = createLogger({ level: config.logLevel, destination: sink });
+  const db = await openDatabase({ config, log, applicationName: 'blockfeed-test-api' });
+  const app = await buildServer({ db, log, config, registry: createRegistry() });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    base: `http://127.0.0.1:${port}`,
+    app,
+    log: () => captured,
+    close: async () => {
+      await app.close();
+      await db.close();
+    },
+  };
+}
