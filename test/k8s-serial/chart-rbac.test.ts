@@ -7,7 +7,7 @@
 // the k8s-serial project (a control plane of its own, after the other tiers, one file at a time) and its
 // controllers watch their test's namespace only (the chart's controller.watchNamespace). What a controller did
 // is read from the Events it reports under its own instance (hostname_pid_...), not only from the objects.
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,13 +27,6 @@ import { eventually, freshNamespace, kubeConfig } from '../support/k8s.ts';
 import { serviceAccountKubeconfigFile } from '../support/service-account.ts';
 
 const ATTACKERS = ['81.2.69.142', '89.160.20.112', '2a02:cf40::1'];
-
-// This test needs the programs of three other issues (controller, ingest, keys). Until all have landed it is
-// skipped with a warning; once `blockfeed --help` lists them it runs, and can then only pass or fail.
-const NEEDED_COMMANDS = ['controller', 'ingest', 'keys'];
-const cliHelp = execFileSync(BLOCKFEED, ['--help'], { encoding: 'utf8', env: cliEnv() });
-const missingCommands = NEEDED_COMMANDS.filter((c) => !new RegExp(`^\\s+${c}\\b`, 'm').test(cliHelp));
-if (missingCommands.length > 0) console.warn(`chart-rbac.test.ts skipped: blockfeed has no ${missingCommands.join(', ')} command yet`);
 
 interface Controller {
   child: ChildProcessWithoutNullStreams;
@@ -85,7 +78,7 @@ function subscription(namespace: string, feedUrl: string, label: string) {
   };
 }
 
-describe.skipIf(missingCommands.length > 0)("the controller with exactly the chart's RBAC", () => {
+describe("the controller with exactly the chart's RBAC", () => {
   const kc = kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   const net = kc.makeApiClient(NetworkingV1Api);
