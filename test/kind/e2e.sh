@@ -33,7 +33,7 @@ helm upgrade --install "$release" charts/blockfeed --namespace "$ns" --create-na
   --set api.replicas=1 --wait --timeout 5m
 
 step "demo data and an API key"
-kubectl -n "$ns" exec deploy/$release-api -- blockfeed demo
+kubectl -n "$ns" exec deploy/$release-api -- blockfeed demo --events 20000 --days 2
 key=$(kubectl -n "$ns" exec deploy/$release-api -- blockfeed keys create --tier enterprise --name e2e-kind | tail -n1 | tr -d "\r")
 [ -n "$key" ] || { echo "e2e-kind: could not read the key from 'blockfeed keys create'" >&2; exit 1; }
 
