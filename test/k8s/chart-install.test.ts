@@ -10,7 +10,7 @@ import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../.
 import { chartCrdFiles } from '../../scripts/generate-chart-files.ts';
 import { ALL_ON } from '../support/chart-values.ts';
 import { installCrds } from '../support/control-plane.ts';
-import { CHART, helm, helmWithValues, parseManifests, renderChart } from '../support/helm.ts';
+import { CHART, helm, helmWithValues, parseManifests, renderChart, REPO } from '../support/helm.ts';
 import { eventually, freshNamespace, kubeConfig } from '../support/k8s.ts';
 import { serviceAccountKubeConfig } from '../support/service-account.ts';
 
@@ -60,6 +60,15 @@ describe('the chart installed into a real kube-apiserver', () => {
       const live = await objects.read({ apiVersion: crd.apiVersion, kind: crd.kind, metadata: { name: crd.metadata.name } });
       expect(live.metadata?.name).toBe(crd.metadata.name);
     }
+  });
+
+  it("accepts the subscription make e2e-kind applies (the chart's CRD, server-side dry run)", async () => {
+    const namespace = await freshNamespace('chart');
+    const [sub] = parseManifests(await readFile(path.join(REPO, 'test/kind/subscription.yaml'), 'utf8'));
+    if (!sub) throw new Error('test/kind/subscription.yaml is empty');
+    const objects = KubernetesObjectApi.makeApiClient(kubeConfig());
+    const created = await objects.create({ ...sub, metadata: { ...sub.metadata, namespace } }, undefined, 'All');
+    expect(created.metadata?.name).toBe('attackers');
   });
 
   it('prints the next steps (NOTES.txt) and keeps generated passwords across upgrades', async () => {
