@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -91,3 +91,13 @@ crds: ## regenerate crds/ from controller/api/v1alpha1.ts
 
 bench-controller: deps bench-deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
 	node bench/controller.ts
+
+# --- Helm chart and container image -------------------------------------------------------------------------
+chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion
+	node scripts/generate-chart-files.ts
+
+test-chart: deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
+	npx vitest run --project chart
+
+e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)
+	test/kind/e2e.sh

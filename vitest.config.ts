@@ -26,6 +26,23 @@ export default defineConfig({
           hookTimeout: 180_000,
         },
       },
+      {
+        // Tests that run `blockfeed controller`, which reconciles every subscription in the cluster: on a
+        // control plane of their own, after the other projects (groupOrder), one file at a time.
+        test: {
+          name: 'k8s-serial',
+          include: ['test/k8s-serial/**/*.test.ts'],
+          globalSetup: ['test/support/k8s-global.ts'],
+          sequence: { groupOrder: 1 },
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        // helm lint/template and promtool on the chart; no cluster (the install lives in the k8s tier)
+        test: { name: 'chart', include: ['test/chart/**/*.test.ts'], testTimeout: 60_000 },
+      },
     ],
   },
 });

@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# One image for both programs: `blockfeed serve` (api-server) and `blockfeed controller`.
+# Node 24 runs the TypeScript sources directly (type stripping): there is no build step, only the
+# production dependencies. Build: docker build -t blockfeed:dev .   (make e2e-kind does this for kind)
+
+FROM node:24-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --omit=optional leaves out embedded-postgres's platform binaries (~60 MB): in a cluster the api-server
+# always runs on a PostgreSQL server (DATABASE_URL), never on the embedded one.
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error \
+ && npm cache clean --force
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    BLOCKFEED_DATA_DIR=/tmp/blockfeed
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY common ./common
+COPY api-server ./api-server
+COPY controller ./controller
+COPY data ./data
+# `blockfeed` on PATH (kubectl exec ... -- blockfeed keys create ...) without the repository's launcher,
+# which bootstraps a project-local Node: the image's Node 24 is the one to use.
+RUN printf '#!/bin/sh\nexec node /app/bin/cli.ts "$@"\n' > /usr/local/bin/blockfeed \
+ && chmod 0755 /usr/local/bin/blockfeed
+# The official image's unprivileged `node` user (uid 1000), matching the chart's runAsUser.
+USER 1000:1000
+EXPOSE 8080 8081
+ENTRYPOINT ["node", "/app/bin/cli.ts"]
+CMD ["serve"]
