@@ -86,8 +86,9 @@ dev-cluster-down: ## stop the control plane started by make dev-cluster
 	  while kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; do sleep 0.2; done; rm -f $(DEV_CLUSTER_DIR)/pid; echo stopped; \
 	else echo "no dev cluster running"; fi
 
-crds: ## regenerate crds/ from controller/api/v1alpha1.ts
+crds: ## regenerate crds/ from controller/api/v1alpha1.ts (and the chart's copy)
 	node controller/api/generate-crd.ts
+	node scripts/generate-chart-files.ts
 
 bench-controller: deps bench-deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
 	node bench/controller.ts

@@ -11,6 +11,7 @@ export interface ControllerMetrics {
   lastSuccess: Gauge<'namespace' | 'name'>;
   droppedEntries: Counter<'namespace' | 'name' | 'reason'>;
   targetApply: Counter<'namespace' | 'name' | 'kind' | 'result'>;
+  degraded: Gauge<'namespace' | 'name'>;
   isLeader: Gauge;
 }
 
@@ -59,6 +60,12 @@ export function createControllerMetrics(registry: Registry = createRegistry({ pr
       name: 'blockfeed_target_apply_total',
       help: 'Target applications by kind and result (written, unchanged, degraded, failed).',
       labelNames: ['namespace', 'name', 'kind', 'result'],
+      registers,
+    }),
+    degraded: new Gauge({
+      name: 'blockfeed_subscription_degraded',
+      help: '1 while a subscription has its Degraded condition True (the last applied list stays in force), else 0.',
+      labelNames: ['namespace', 'name'],
       registers,
     }),
     isLeader: new Gauge({ name: 'blockfeed_controller_leader', help: '1 while this process holds the leader lease.', registers }),

@@ -220,7 +220,7 @@ export async function finalize(deps: ReconcileDeps, sub: BlocklistSubscription):
     resourceVersion: sub.metadata.resourceVersion,
   });
   deps.applied.delete(sub.metadata.uid ?? keyOf(sub));
-  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess]) m.remove({ namespace: sub.metadata.namespace, name: sub.metadata.name });
+  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded]) m.remove({ namespace: sub.metadata.namespace, name: sub.metadata.name });
   deps.log.info({ subscription: keyOf(sub) }, 'subscription deleted; cleaned up');
 }
 
@@ -309,6 +309,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     if (!status.lastSuccessfulSyncTime) cond('Ready', 'False', 'NeverApplied', 'no list has been applied yet');
   }
   status.conditions = conditions;
+  deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
   await patchStatus(deps.apis, sub, status);
   await recordEvent(deps, sub, eventType, eventReason, eventMessage);
   deps.log.info({ subscription: keyOf(sub), outcome: eventReason, message: eventMessage }, 'sync');

@@ -22,6 +22,11 @@ async function policyExcept(): Promise<string[]> {
   return p!.spec!.ingress![0]!._from!.flatMap((peer) => peer.ipBlock?.except ?? []);
 }
 
+async function degradedGauge(): Promise<number | undefined> {
+  const metric = await h.metrics.degraded.get();
+  return metric.values.find((v) => v.labels.namespace === ns && v.labels.name === 'guarded')?.value;
+}
+
 beforeAll(async () => {
   await feed.start();
   ns = await freshNamespace('bls-safety');
@@ -71,6 +76,7 @@ describe('safety', () => {
     expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'ShrankTooMuch' });
     expect(condition(sub, 'Synced')).toMatchObject({ status: 'False', reason: 'ShrankTooMuch' });
     expect(condition(sub, 'Ready')?.status).toBe('True');
+    expect(await degradedGauge()).toBe(1); // what the chart's BlockfeedSubscriptionDegraded alert watches
     expect(await listTxt()).toEqual(before);
     expect((await events(h, ns, 'guarded')).some((e) => e.type === 'Warning' && e.reason === 'ShrankTooMuch')).toBe(true);
   });
@@ -98,6 +104,7 @@ describe('safety', () => {
     // and recovers once the feed is healthy again
     const ok = await syncNow(h, ns, 'guarded');
     expect(condition(ok, 'Degraded')?.status).toBe('False');
+    expect(await degradedGauge()).toBe(0);
   });
 });
 

@@ -14,6 +14,7 @@ describe('controller metrics', () => {
     m.lastSuccess.set(labels, 1_790_000_000);
     m.droppedEntries.inc({ ...labels, reason: 'never_block' }, 3);
     m.targetApply.inc({ ...labels, kind: 'ConfigMap', result: 'written' });
+    m.degraded.set(labels, 1);
     const text = await m.registry.metrics();
     for (const name of [
       'blockfeed_pull_total',
@@ -23,6 +24,7 @@ describe('controller metrics', () => {
       'blockfeed_last_success_timestamp_seconds',
       'blockfeed_dropped_entries_total',
       'blockfeed_target_apply_total',
+      'blockfeed_subscription_degraded',
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
