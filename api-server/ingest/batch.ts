@@ -44,7 +44,6 @@ export class EventBatch {
   clear(): void {
     this.count = 0;
     this.length = 0;
-    this.rollup.hourly.clear();
     this.rollup.addresses.clear();
     this.days.clear();
     this.sensors.clear();

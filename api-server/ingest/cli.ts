@@ -44,7 +44,7 @@ function inputsFor(files: string[], flags: IngestFlags): { inputs: IngestInput[]
     // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
     parser: parserFor(flags.format, { sensor: flags.sensor }),
     get stream(): AsyncIterable<Buffer> {
-      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 20 });
+      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 16 });
     },
   }));
   return { inputs, totalBytes };

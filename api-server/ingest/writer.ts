@@ -20,7 +20,7 @@ import type { Service, Source } from '../../common/vocabulary.ts';
 import { batchOf, EVENT_COLUMNS, type EventBatch } from './batch.ts';
 import { copyNumber, copyText, copyTimestamp } from './copy-text.ts';
 import type { Action, AttackEvent } from './event.ts';
-import { MAX_PORTS, MAX_SENSORS, portList, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
+import { hourlyRows, MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
 
@@ -110,16 +110,16 @@ const iso = (ms: number | null) => (ms === null ? '\\N' : copyTimestamp(ms));
 const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${copyTimestamp(ms)}"`)).join(',')}}`;
 
 function hourlyRow(h: HourlyRow, sensorId: (name: string) => number): string {
-  const sensors = [...h.sensors].map(sensorId).sort((x, y) => x - y);
-  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${portList(h.ports).join(',')}}\t{${sensors.join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
+  const sensors = h.sensors.map(sensorId).sort((x, y) => x - y);
+  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${h.ports.join(',')}}\t{${sensors.join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
 }
 
-/** Joins rows into ~256 KiB strings: few, large writes into the COPY stream. */
+/** Joins rows into strings of ~32K characters: few writes into the COPY stream, each below V8's large-object size (so they die young). */
 function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<string> {
   let buf = '';
   for (const item of items) {
     buf += row(item);
-    if (buf.length > 262_144) {
+    if (buf.length > 32_768) {
       yield buf;
       buf = '';
     }
@@ -256,13 +256,13 @@ export class EventWriter {
 
   private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
     const sensorId = (name: string) => this.sensorIds.get(name) as number;
-    await copyInto(client, 'copy staging_hourly from stdin', chunks(rollup.hourly.values(), (h) => hourlyRow(h, sensorId)));
+    await copyInto(client, 'copy staging_hourly from stdin', chunks(hourlyRows(rollup), (h) => hourlyRow(h, sensorId)));
     await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a, sensorId)));
   }
 
   private addressRow(a: AddressRow, sensorId: (name: string) => number): string {
     const x = this.enricher.enrich(a.address);
-    const sensors = recentSensors(a.sensorLast, sensorId);
+    const sensors = recentSensors(a, sensorId);
     return [
       a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
       iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,
