@@ -6,7 +6,35 @@ export type Address =
   | { readonly kind: 4; readonly text: string; readonly num: number }
   | { readonly kind: 6; readonly text: string; readonly hi: bigint; readonly lo: bigint };
 
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+/**
+ * A dotted quad (four decimal octets 0-255, no leading zeros) as a number, or -1. Read from the characters:
+ * every ingested event goes through here.
+ */
+function dottedQuad(text: string): number {
+  const n = text.length;
+  if (n < 7 || n > 15) return -1;
+  let num = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 46 /* . */) {
+      if (digits === 0 || dots === 3) return -1;
+      num = num * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+      continue;
+    }
+    const d = c - 48;
+    if (d < 0 || d > 9 || (digits === 1 && octet === 0)) return -1;
+    octet = octet * 10 + d;
+    if (octet > 255) return -1;
+    digits++;
+  }
+  return dots === 3 && digits > 0 ? num * 256 + octet : -1;
+}
 
 export function ipv4ToNumber(a: number, b: number, c: number, d: number): number {
   return ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
@@ -18,10 +46,8 @@ export function numberToIpv4(n: number): string {
 
 /** Parses an IPv4 or IPv6 address (no prefix length); IPv4-mapped IPv6 becomes IPv4. Undefined if invalid. */
 export function parseAddress(input: string): Address | undefined {
-  const m = IPV4.exec(input);
-  if (m) {
-    return { kind: 4, text: input, num: ipv4ToNumber(Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])) };
-  }
+  const num = dottedQuad(input);
+  if (num >= 0) return { kind: 4, text: input, num };
   if (!input.includes(':') || !ipaddr.IPv6.isValid(input)) return undefined;
   // Zone ids (fe80::1%eth0) are not addresses of a remote source.
   if (input.includes('%')) return undefined;

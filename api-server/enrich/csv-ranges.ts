@@ -56,11 +56,83 @@ function bigDecimalAt(data: Buffer, at: number): bigint {
   return BigInt(data.toString('latin1', at, end));
 }
 
+/** The distinct values of a table, numbered in the order they were first seen. */
+export interface Dictionary<T> {
+  readonly size: number;
+  /** Adds the value of the row whose value field starts at `valueAt` (`restAt`: the fourth field or -1). */
+  add(data: Buffer, valueAt: number, restAt: number, eol: number): void;
+  get(index: number): T | undefined;
+}
+
 export interface CsvTable<T> {
   v4: Ipv4Ranges;
   v6: () => Ipv6Ranges;
   /** value index → value */
-  dictionary: T[];
+  dictionary: Dictionary<T>;
+}
+
+class ArrayDictionary<T> implements Dictionary<T> {
+  private readonly values: T[] = [];
+  private readonly make: (data: Buffer, valueAt: number, restAt: number, eol: number) => T;
+
+  constructor(make: (data: Buffer, valueAt: number, restAt: number, eol: number) => T) {
+    this.make = make;
+  }
+
+  get size(): number {
+    return this.values.length;
+  }
+
+  add(data: Buffer, valueAt: number, restAt: number, eol: number): void {
+    this.values.push(this.make(data, valueAt, restAt, eol));
+  }
+
+  get(index: number): T | undefined {
+    return this.values[index];
+  }
+}
+
+/**
+ * AS numbers and names kept as bytes (a Uint32Array of numbers, the names' UTF-8 in one buffer with offsets)
+ * rather than ~85,000 objects and strings: the live heap sets how far V8 lets the heap grow between full
+ * collections, so every ingest pays for it. A name becomes a string only when it is looked up.
+ */
+class AsnDictionary implements Dictionary<{ asn: number; name: string }> {
+  size = 0;
+  private asns: Uint32Array = new Uint32Array(1 << 17);
+  private ends: Uint32Array = new Uint32Array(1 << 17);
+  private names = Buffer.allocUnsafe(1 << 22);
+  private used = 0;
+
+  add(data: Buffer, valueAt: number, restAt: number, eol: number): void {
+    if (this.size === this.asns.length) {
+      this.asns = grow(this.asns);
+      this.ends = grow(this.ends);
+    }
+    const name = restAt < 0 ? '' : fieldText(data, restAt, eol);
+    const bytes = Buffer.byteLength(name);
+    if (this.used + bytes > this.names.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.names.length * 2, this.used + bytes));
+      this.names.copy(bigger, 0, 0, this.used);
+      this.names = bigger;
+    }
+    this.used += this.names.write(name, this.used);
+    this.asns[this.size] = decimalAt(data, valueAt);
+    this.ends[this.size] = this.used;
+    this.size++;
+  }
+
+  get(index: number): { asn: number; name: string } | undefined {
+    if (index < 0 || index >= this.size) return undefined;
+    const start = index === 0 ? 0 : (this.ends[index - 1] as number);
+    return { asn: this.asns[index] as number, name: this.names.toString('utf8', start, this.ends[index]) };
+  }
+}
+
+function grow(a: Uint32Array): Uint32Array {
+  const b = new Uint32Array(a.length * 2);
+  b.set(a);
+  return b;
 }
 
 /**
@@ -72,16 +144,15 @@ export function loadCsvTable<T>(
   pkg: string,
   prefix: string,
   keyOf: (data: Buffer, valueAt: number) => number,
-  make: (data: Buffer, valueAt: number, restAt: number, eol: number) => T,
+  dictionary: Dictionary<T>,
 ): CsvTable<T> {
-  const dictionary: T[] = [];
   const index = new Map<number, number>();
   const intern = (data: Buffer, v: number, rest: number, eol: number): number => {
     const k = keyOf(data, v);
     let i = index.get(k);
     if (i === undefined) {
-      i = dictionary.length;
-      dictionary.push(make(data, v, rest, eol));
+      i = dictionary.size;
+      dictionary.add(data, v, rest, eol);
       index.set(k, i);
     }
     return i;
@@ -151,7 +222,7 @@ export function loadCountryTable(pkg: string, prefix: string): CsvTable<string> 
     pkg,
     prefix,
     (data, v) => ((data[v] as number) << 8) | (data[v + 1] as number),
-    (data, v) => data.toString('latin1', v, v + 2),
+    new ArrayDictionary((data, v) => data.toString('latin1', v, v + 2)),
   );
 }
 
@@ -161,6 +232,6 @@ export function loadAsnTable(pkg: string, prefix: string): CsvTable<{ asn: numbe
     pkg,
     prefix,
     (data, v) => decimalAt(data, v),
-    (data, v, rest, eol) => ({ asn: decimalAt(data, v), name: rest < 0 ? '' : fieldText(data, rest, eol) }),
+    new AsnDictionary(),
   );
 }

@@ -52,12 +52,12 @@ export class Enricher {
       asnIndex = this.asn.v6().find(address.hi, address.lo);
     }
     const region = address.kind === 4 ? this.regions.lookupV4(address.num) : this.regions.lookupV6(address.text);
-    const asnEntry = asnIndex < 0 ? undefined : this.asn.dictionary[asnIndex];
+    const asnEntry = asnIndex < 0 ? undefined : this.asn.dictionary.get(asnIndex);
     const asn = asnEntry?.asn ?? null;
     const carrier = region?.carrier ?? null;
     const scanner = this.scanners.match(address, asn);
     return {
-      country: (countryIndex < 0 ? undefined : this.country.dictionary[countryIndex]) ?? null,
+      country: (countryIndex < 0 ? undefined : this.country.dictionary.get(countryIndex)) ?? null,
       province: region?.province ?? null,
       city: region?.city ?? null,
       carrier,

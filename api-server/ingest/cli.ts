@@ -1,8 +1,6 @@
 // `blockfeed ingest [FILE...|-] --format F [--sensor ID]`: bulk-loads sensor logs. Rejected lines are printed
 // as `file:line: reason`; exit 0 = all stored, 1 = some lines rejected, 2 = nothing stored.
 import { createReadStream, statSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Option, type Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
@@ -15,18 +13,6 @@ import { createProgress } from './progress.ts';
 import { EventWriter } from './writer.ts';
 
 const MAX_PRINTED_REJECTIONS = 1000;
-
-/**
- * Parsing allocates about a kilobyte of short-lived objects per line, and batches live long enough to be
- * promoted, so V8 lets the heap grow to several hundred MB before a full collection. Collecting after each
- * stored batch keeps the peak near the live set (the enrichment tables and two batches) for a few ms per
- * 10,000 events. The collector is reached through V8's own flag, set at run time for this command only.
- */
-function fullCollector(): () => void {
-  setFlagsFromString('--expose-gc');
-  const gc: unknown = runInNewContext('gc');
-  return typeof gc === 'function' ? (gc as () => void) : () => {};
-}
 
 interface IngestFlags {
   format: InputFormat;
@@ -58,7 +44,7 @@ function inputsFor(files: string[], flags: IngestFlags): { inputs: IngestInput[]
     // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
     parser: parserFor(flags.format, { sensor: flags.sensor }),
     get stream(): AsyncIterable<Buffer> {
-      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 20 });
+      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 16 });
     },
   }));
   return { inputs, totalBytes };
@@ -80,17 +66,12 @@ export function registerIngestCommands(program: Command): void {
       try {
         await migrate(db.pool, log);
         const progress = createProgress({ out: process.stderr, log, totalBytes });
-        const collect = fullCollector();
         const enricher = sharedEnricher();
-        collect(); // loading the tables leaves garbage behind
         let printed = 0;
         const stats = await ingest(inputs, {
           sink: new EventWriter(db.pool, enricher),
           batchSize: flags.batchSize,
-          onProgress: (s) => {
-            collect();
-            progress.update(s);
-          },
+          onProgress: (s) => progress.update(s),
           onReject: (message) => {
             if (printed++ < MAX_PRINTED_REJECTIONS) process.stderr.write(`${message}\n`);
           },

@@ -1,7 +1,9 @@
 // Drives one ingest: lines → parser → batches → EventWriter. Parsing the next batch overlaps with the
 // database storing the previous one (two cores: Node parses while PostgreSQL inserts). Bad lines are
-// reported through `onReject` and never stop the rest.
-import type { AttackEvent, LineParser } from './event.ts';
+// reported through `onReject` and never stop the rest. At most three batches exist (two being stored, one
+// being filled) and they are reused, so the memory an ingest needs does not grow with its size.
+import { EventBatch } from './batch.ts';
+import type { LineParser } from './event.ts';
 import { lineBatches } from './lines.ts';
 import type { BatchResult } from './writer.ts';
 
@@ -20,7 +22,8 @@ export interface IngestStats {
 export const emptyStats = (): IngestStats => ({ lines: 0, accepted: 0, inserted: 0, skipped: 0, rejected: 0, bytes: 0 });
 
 export interface BatchSink {
-  write(events: readonly AttackEvent[]): Promise<BatchResult>;
+  /** Stores the batch; the batch must not be used once the returned promise settles (it is reused). */
+  writeBatch(batch: EventBatch): Promise<BatchResult>;
 }
 
 export interface IngestInput {
@@ -46,14 +49,15 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   // Up to two batches in the database at once: one staging while the other inserts (the writer takes its
   // lock only around the inserts). Their upserts commute, so the order they commit in does not matter.
   const inFlight = new Set<Promise<void>>();
+  const spare: EventBatch[] = [];
   let failed: Error | undefined;
-  let batch: AttackEvent[] = [];
+  let batch = new EventBatch();
   const flush = async () => {
-    const events = batch;
-    batch = [];
+    const full = batch;
     while (inFlight.size >= 2) await Promise.race(inFlight);
     if (failed !== undefined) throw failed;
-    const p: Promise<void> = sink.write(events).then(
+    batch = spare.pop() ?? new EventBatch();
+    const p: Promise<void> = sink.writeBatch(full).then(
       (r) => {
         stats.inserted += r.inserted;
         onProgress?.(stats);
@@ -61,7 +65,11 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
       (err: unknown) => {
         failed ??= err instanceof Error ? err : new Error(String(err));
       },
-    ).finally(() => inFlight.delete(p));
+    ).finally(() => {
+      inFlight.delete(p);
+      full.clear();
+      spare.push(full);
+    });
     inFlight.add(p);
   };
   for (const input of inputs) {
@@ -73,8 +81,8 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
         const r = input.parser(line);
         if ('event' in r) {
           stats.accepted++;
-          batch.push(r.event);
-          if (batch.length >= batchSize) await flush();
+          batch.add(r.event);
+          if (batch.count >= batchSize) await flush();
         } else if ('error' in r) {
           stats.rejected++;
           onReject?.(`${input.name}:${number}: ${r.error}`);
@@ -82,7 +90,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
       }
     }
   }
-  if (batch.length) await flush();
+  if (batch.count) await flush();
   await Promise.all(inFlight);
   if (failed !== undefined) throw failed;
   return stats;

@@ -1,12 +1,12 @@
 // Stores parsed events in bulk (docs/data-model.md "Ingest path"). Per batch, in one transaction:
-//   1. roll the batch up in Node (per hour and address; per address) and COPY that into two small temporary
-//      staging tables — optimistically, as if every event were new;
+//   1. COPY the batch's rollup (per hour and address; per address, folded in as the events were parsed — see
+//      batch.ts) into two small temporary staging tables — optimistically, as if every event were new;
 //   2. store the events, skipping those already stored (so re-ingesting adds nothing), and count the rows
-//      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` in time
-//      order; a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general way: COPY
+//      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` (in the
+//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general way: COPY
 //      into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
 //   3. only inserted rows may count: when some were already stored, the inserted ones are identified by this
-//      transaction's xmin and rolled up again;
+//      transaction's xmin, read back and rolled up again;
 //   4. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
 // Concurrent writers (the CLI and the HTTP route) are serialised by an advisory lock taken after staging, so
 // their upserts never deadlock on each other's rows while one writer's staging overlaps another's inserts.
@@ -15,9 +15,12 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Enricher } from '../enrich/enricher.ts';
-import { copyNumber, copyText } from './copy-text.ts';
-import type { AttackEvent } from './event.ts';
-import { MAX_PORTS, MAX_SENSORS, portList, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup } from './rollup.ts';
+import { parseAddress } from '../enrich/address.ts';
+import type { Service, Source } from '../../common/vocabulary.ts';
+import { batchOf, EVENT_COLUMNS, type EventBatch } from './batch.ts';
+import { copyNumber, copyText, copyTimestamp } from './copy-text.ts';
+import type { Action, AttackEvent } from './event.ts';
+import { hourlyRows, MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
 
@@ -27,7 +30,7 @@ const INGEST_LOCK = 0x626c6b66; // "blkf"
 const STAGING = `
 set temp_buffers = '128MB';
 create temp table if not exists staging_events (
-  ts_ms bigint, id uuid, src_ip inet, dst_port integer, service text, proto text, source text, sensor text,
+  ts timestamptz, id uuid, src_ip inet, dst_port integer, service text, proto text, source text, sensor text,
   action smallint, username text, command text
 ) on commit delete rows;
 create temp table if not exists staging_hourly (
@@ -44,17 +47,18 @@ create temp table if not exists staging_addresses (
 
 const INSERT_EVENTS = `
 insert into events (ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command)
-select timestamptz 'epoch' + ts_ms * interval '1 millisecond', id, src_ip, dst_port, service, proto, source, sensor,
-       action, username, command
+select ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command
 from staging_events
 on conflict do nothing`;
 
-/** The staged rows this transaction inserted (used only when some staged rows were already stored). */
+/**
+ * What a rollup needs of the staged rows this transaction inserted (used only when some staged rows were
+ * already stored). A semi-join: an event staged twice was inserted once and is read once.
+ */
 const INSERTED_BY_US = `
-select s.ts_ms::float8 as ts, s.id::text as id
-from staging_events s
-join events e on e.ts = timestamptz 'epoch' + s.ts_ms * interval '1 millisecond' and e.id = s.id
-where e.xmin = pg_current_xact_id()::xid`;
+select (extract(epoch from e.ts) * 1000)::float8 as ts, host(e.src_ip) as src, e.dst_port, e.service, e.source, e.sensor, e.action
+from events e
+where (e.ts, e.id) in (select ts, id from staging_events) and e.xmin = pg_current_xact_id()::xid`;
 
 const SENSOR_MERGE = (column: 'id' | 'last') => `(
       select array_agg(${column} order by last desc, id) from (
@@ -102,47 +106,20 @@ on conflict (ip) do update set
   sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
   sensor_last = case when ${SAME_SENSOR_AGAIN} then array[excluded.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end`;
 
-const HOUR = 3_600_000;
-let cachedHour = NaN;
-let cachedPrefix = '';
-const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const iso = (ms: number | null) => (ms === null ? '\\N' : copyTimestamp(ms));
+const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${copyTimestamp(ms)}"`)).join(',')}}`;
 
-/** `YYYY-MM-DD HH:MM:SS.mmm+00`: a timestamptz literal, formatted without a Date per call (rollups hold many). */
-function timestamp(ms: number): string {
-  const hour = ms - (ms % HOUR);
-  if (hour !== cachedHour) {
-    cachedHour = hour;
-    cachedPrefix = new Date(hour).toISOString().slice(0, 14).replace('T', ' ');
-  }
-  const inHour = ms - hour;
-  const millis = inHour % 1000;
-  const seconds = Math.floor(inHour / 1000);
-  return `${cachedPrefix}${pad2(Math.floor(seconds / 60))}:${pad2(seconds % 60)}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}+00`;
+function hourlyRow(h: HourlyRow, sensorId: (name: string) => number): string {
+  const sensors = h.sensors.map(sensorId).sort((x, y) => x - y);
+  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${h.ports.join(',')}}\t{${sensors.join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
 }
 
-const iso = (ms: number | null) => (ms === null ? '\\N' : timestamp(ms));
-const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${timestamp(ms)}"`)).join(',')}}`;
-
-const EVENT_COLUMNS = 'ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command';
-
-function eventsTableRow(e: AttackEvent): string {
-  return `${timestamp(e.ts)}\t${e.id}\t${e.src.text}\t${copyNumber(e.dstPort)}\t${copyText(e.service)}\t${copyText(e.proto)}\t${e.source}\t${copyText(e.sensor)}\t${e.action}\t${copyText(e.username)}\t${copyText(e.command)}\n`;
-}
-
-function eventRow(e: AttackEvent): string {
-  return `${e.ts}\t${e.id}\t${e.src.text}\t${copyNumber(e.dstPort)}\t${copyText(e.service)}\t${copyText(e.proto)}\t${e.source}\t${copyText(e.sensor)}\t${e.action}\t${copyText(e.username)}\t${copyText(e.command)}\n`;
-}
-
-function hourlyRow(h: HourlyRow): string {
-  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${portList(h.ports).join(',')}}\t{${[...h.sensors].sort((x, y) => x - y).join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
-}
-
-/** Joins rows into ~256 KiB strings: few, large writes into the COPY stream. */
+/** Joins rows into strings of ~32K characters: few writes into the COPY stream, each below V8's large-object size (so they die young). */
 function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<string> {
   let buf = '';
   for (const item of items) {
     buf += row(item);
-    if (buf.length > 262_144) {
+    if (buf.length > 32_768) {
       yield buf;
       buf = '';
     }
@@ -150,8 +127,18 @@ function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<str
   if (buf) yield buf;
 }
 
-async function copyInto(client: pg.PoolClient, sql: string, rows: Iterable<string>): Promise<void> {
+async function copyInto(client: pg.PoolClient, sql: string, rows: Iterable<string | Buffer>): Promise<void> {
   await pipeline(Readable.from(rows), client.query(copyFrom(sql)));
+}
+
+interface InsertedRow {
+  ts: number;
+  src: string;
+  dst_port: number | null;
+  service: Service | null;
+  source: Source;
+  sensor: string;
+  action: Action;
 }
 
 const DAY = 86_400_000;
@@ -174,13 +161,12 @@ export class EventWriter {
   }
 
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
-    if (events.length === 0) return { inserted: 0 };
-    const days = new Set<number>();
-    const unknownSensors = new Set<string>();
-    for (const e of events) {
-      days.add(Math.floor(e.ts / DAY));
-      if (!this.sensorIds.has(e.sensor)) unknownSensors.add(e.sensor);
-    }
+    return this.writeBatch(batchOf(events));
+  }
+
+  async writeBatch(batch: EventBatch): Promise<BatchResult> {
+    if (batch.count === 0) return { inserted: 0 };
+    const unknownSensors = [...batch.sensors].filter((name) => !this.sensorIds.has(name));
     const client = await this.pool.connect();
     let failure: Error | undefined;
     try {
@@ -188,20 +174,19 @@ export class EventWriter {
         await client.query(STAGING);
         this.prepared.add(client);
       }
-      if (unknownSensors.size) await this.resolveSensors(client, [...unknownSensors]);
-      const sensorId = (name: string) => this.sensorIds.get(name) as number;
+      if (unknownSensors.length) await this.resolveSensors(client, unknownSensors);
       await client.query('begin');
       try {
         // Staging needs no lock (temporary tables are per session), so a second writer's staging overlaps
         // with this one's inserts. The rollup is staged optimistically, as if the whole batch were new.
-        await this.stageRollup(client, rollUp(events, sensorId));
+        await this.stageRollup(client, batch.rollup);
         await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
-        await this.ensurePartitions(client, days);
-        const inserted = await this.insertEvents(client, events);
+        await this.ensurePartitions(client, batch.days);
+        const inserted = await this.insertEvents(client, batch);
         if (inserted > 0) {
-          if (inserted < events.length) {
+          if (inserted < batch.count) {
             await client.query('truncate staging_hourly, staging_addresses');
-            await this.stageRollup(client, rollUp(await this.insertedByUs(client, events), sensorId));
+            await this.stageRollup(client, rollUp(await this.insertedByUs(client)));
           }
           await client.query(UPSERT_ROLLUPS);
         }
@@ -234,19 +219,18 @@ export class EventWriter {
   }
 
   /** Stores the events that are not stored yet; returns how many that was. */
-  private async insertEvents(client: pg.PoolClient, events: readonly AttackEvent[]): Promise<number> {
-    const inTimeOrder = [...events].sort((a, b) => a.ts - b.ts);
+  private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
     await client.query('savepoint direct_copy');
     try {
-      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin`, chunks(inTimeOrder, eventsTableRow));
+      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
       await client.query('release savepoint direct_copy');
-      return events.length;
+      return batch.count;
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
       // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
       await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
     }
-    await copyInto(client, 'copy staging_events from stdin', chunks(inTimeOrder, eventRow));
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
     const { rowCount } = await client.query(INSERT_EVENTS);
     return rowCount ?? 0;
   }
@@ -257,26 +241,28 @@ export class EventWriter {
     for (const r of rows) this.sensorIds.set(r.name, r.id);
   }
 
-  private async insertedByUs(client: pg.PoolClient, events: readonly AttackEvent[]): Promise<AttackEvent[]> {
-    const { rows } = await client.query<{ ts: number; id: string }>(INSERTED_BY_US);
-    const mine = new Set(rows.map((r) => `${r.ts}|${r.id}`));
-    const out: AttackEvent[] = [];
-    for (const e of events) {
-      const key = `${e.ts}|${e.id}`;
-      // A batch may hold the same event twice; it was inserted once.
-      if (mine.delete(key)) out.push(e);
-    }
-    return out;
+  private async insertedByUs(client: pg.PoolClient): Promise<RollupEvent[]> {
+    const { rows } = await client.query<InsertedRow>(INSERTED_BY_US);
+    return rows.map((r) => ({
+      ts: r.ts,
+      src: parseAddress(r.src) as RollupEvent['src'],
+      dstPort: r.dst_port,
+      service: r.service,
+      source: r.source,
+      sensor: r.sensor,
+      action: r.action,
+    }));
   }
 
   private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
-    await copyInto(client, 'copy staging_hourly from stdin', chunks(rollup.hourly.values(), hourlyRow));
-    await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a)));
+    const sensorId = (name: string) => this.sensorIds.get(name) as number;
+    await copyInto(client, 'copy staging_hourly from stdin', chunks(hourlyRows(rollup), (h) => hourlyRow(h, sensorId)));
+    await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a, sensorId)));
   }
 
-  private addressRow(a: AddressRow): string {
+  private addressRow(a: AddressRow, sensorId: (name: string) => number): string {
     const x = this.enricher.enrich(a.address);
-    const sensors = recentSensors(a.sensorLast);
+    const sensors = recentSensors(a, sensorId);
     return [
       a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
       iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,

@@ -28,8 +28,35 @@ interface Session {
   proto: string;
 }
 
+/**
+ * The sessions seen lately, bounded without per-line cost: two generations of at most MAX_SESSIONS / 2 each;
+ * when the young one fills, the old one is dropped whole. (Evicting the oldest key of one Map walks past
+ * every deleted slot before it, which made long logs quadratic.)
+ */
+class RecentSessions {
+  private young = new Map<string, Session>();
+  private old = new Map<string, Session>();
+
+  get(id: string): Session | undefined {
+    return this.young.get(id) ?? this.old.get(id);
+  }
+
+  set(id: string, session: Session): void {
+    if (this.young.size >= MAX_SESSIONS / 2) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(id, session);
+  }
+
+  delete(id: string): void {
+    this.young.delete(id);
+    this.old.delete(id);
+  }
+}
+
 export function cowrieParser(options: ParserOptions = {}): LineParser {
-  const sessions = new Map<string, Session>();
+  const sessions = new RecentSessions();
   return (line) =>
     guarded(() => {
       const o = parseJsonObject(line);
@@ -42,10 +69,7 @@ export function cowrieParser(options: ParserOptions = {}): LineParser {
       if (o.eventid === 'cowrie.session.connect') {
         const proto = o.protocol === 'telnet' ? 'telnet' : 'ssh';
         session = { port: optionalPort(o.dst_port, 'dst_port'), proto };
-        if (sessionId) {
-          if (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value as string);
-          sessions.set(sessionId, session);
-        }
+        if (sessionId) sessions.set(sessionId, session);
       }
       // direct-tcpip's dst_port is the port the attacker asked to be forwarded to, not the honeypot's.
       const forward = o.eventid === 'cowrie.direct-tcpip.request';

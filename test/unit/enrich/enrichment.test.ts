@@ -42,6 +42,11 @@ describe('enrichment of known addresses', () => {
 describe('address and range primitives', () => {
   it('parses IPv4, IPv6 and IPv4-mapped IPv6 canonically, refuses the rest', () => {
     expect(parseAddress('1.2.3.4')).toEqual({ kind: 4, text: '1.2.3.4', num: 0x01020304 });
+    expect(parseAddress('255.255.255.255')).toEqual({ kind: 4, text: '255.255.255.255', num: 0xffffffff });
+    expect(parseAddress('0.0.0.0')).toEqual({ kind: 4, text: '0.0.0.0', num: 0 });
+    for (const bad of ['1.2.3', '1.2.3.4.5', '01.2.3.4', '1.2.3.256', '1..3.4', '1.2.3.', ' 1.2.3.4', '1.2.3.4x', '1.2.3.-4']) {
+      expect(parseAddress(bad), bad).toBeUndefined();
+    }
     expect(parseAddress('::ffff:1.2.3.4')).toMatchObject({ kind: 4, text: '1.2.3.4' });
     expect(parseAddress('2001:DB8:0:0:0:0:0:1')).toMatchObject({ kind: 6, text: '2001:db8::1', hi: 0x20010db800000000n, lo: 1n });
     for (const bad of ['01.2.3.4', '1.2.3', '256.1.1.1', 'fe80::1%eth0', 'example.com', '']) expect(parseAddress(bad)).toBeUndefined();
