@@ -2,6 +2,7 @@
 // same run: a cached 100,000-address txt list vs Debian's nginx serving the same bytes as a static file
 // (target ≥ 0.7×), and cached stats JSON vs a bare fastify hello-world route (target ≥ 0.8×).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,13 +14,27 @@ const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 100_000);
 const DURATION = process.env.BENCH_DURATION ?? '10s';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 
-function wrk(url: string, headers: Record<string, string> = {}): number {
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Requests per second, and the server's CPU time per request (steadier than req/s on a shared machine). */
+function measure(pid: number | undefined, url: string, headers: Record<string, string> = {}): { rps: number; cpuUs: number } {
+  const before = cpuSeconds(pid);
+  const { rps, requests } = wrk(url, headers);
+  return { rps, cpuUs: ((cpuSeconds(pid) - before) / requests) * 1e6 };
+}
+
+function wrk(url: string, headers: Record<string, string> = {}): { rps: number; requests: number } {
   const args = ['-t2', '-c16', `-d${DURATION}`, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), url];
   const res = spawnSync('wrk', args, { encoding: 'utf8' });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(res.stdout)?.[1]);
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(res.stdout)?.[1];
-  if (res.status !== 0 || !rps || non2xx) throw new Error(`wrk ${url} failed:\n${res.stdout}${res.stderr}`);
-  return rps;
+  const requests = Number(/(\d+) requests in/.exec(res.stdout)?.[1]);
+  if (res.status !== 0 || !rps || !requests || non2xx) throw new Error(`wrk ${url} failed:\n${res.stdout}${res.stderr}`);
+  return { rps, requests };
 }
 
 async function waitFor(url: string): Promise<void> {
@@ -79,11 +94,16 @@ try {
   await waitFor(helloUrl);
 
   const runs = { nginx: [] as number[], list: [] as number[], hello: [] as number[], stats: [] as number[] };
+  const cpu = { hello: [] as number[], stats: [] as number[] };
   for (let i = 0; i < ROUNDS; i++) {
-    runs.nginx.push(wrk(nginxUrl));
-    runs.list.push(wrk(listUrl, auth));
-    runs.hello.push(wrk(helloUrl));
-    runs.stats.push(wrk(statsUrl, auth));
+    runs.nginx.push(wrk(nginxUrl).rps);
+    runs.list.push(wrk(listUrl, auth).rps);
+    const h = measure(hello.pid, helloUrl);
+    runs.hello.push(h.rps);
+    cpu.hello.push(h.cpuUs);
+    const s = measure(server.child.pid, statsUrl, auth);
+    runs.stats.push(s.rps);
+    cpu.stats.push(s.cpuUs);
   }
   const listRatio = median(runs.list) / median(runs.nginx);
   const statsRatio = median(runs.stats) / median(runs.hello);
@@ -95,7 +115,9 @@ try {
       `  ratio ${listRatio.toFixed(2)}x nginx (target >= 0.70x) ${listRatio >= 0.7 ? 'PASS' : 'FAIL'}\n` +
       `  bare fastify hello-world     ${f(runs.hello)}\n` +
       `  cached /api/stats json       ${f(runs.stats)}\n` +
-      `  ratio ${statsRatio.toFixed(2)}x hello-world (target >= 0.80x) ${statsRatio >= 0.8 ? 'PASS' : 'FAIL'}\n`,
+      `  ratio ${statsRatio.toFixed(2)}x hello-world (target >= 0.80x) ${statsRatio >= 0.8 ? 'PASS' : 'FAIL'}\n` +
+      `  server CPU per request: hello-world ${median(cpu.hello).toFixed(1)} us, cached stats ${median(cpu.stats).toFixed(1)} us ` +
+      `(${(median(cpu.hello) / median(cpu.stats)).toFixed(2)}x; the steadier figure when others share the cores)\n`,
   );
 } finally {
   for (const c of children) await stopChild(c);

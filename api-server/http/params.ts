@@ -20,13 +20,24 @@ function shown(raw: string): string {
   return JSON.stringify(raw.length > 64 ? `${raw.slice(0, 64)}…` : raw);
 }
 
+/** allowedValues per schema, worked out once: schemas live as long as the routes. */
+const valuesBySchema = new WeakMap<ParamSchema, unknown[] | null>();
+function allowedValuesOf(schema: ParamSchema): unknown[] | undefined {
+  let values = valuesBySchema.get(schema);
+  if (values === undefined) {
+    values = allowedValues(schema) ?? null;
+    valuesBySchema.set(schema, values);
+  }
+  return values ?? undefined;
+}
+
 function parseOne(name: string, raw: string, schema: ParamSchema): { value: unknown } | ParamProblem {
   const problem = (reason: string): ParamProblem => ({ name, reason, allowed: describeAllowed(schema) });
   if (schema.enum) {
     const hit = schema.enum.find((v) => String(v) === raw);
     return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };
   }
-  const values = allowedValues(schema);
+  const values = allowedValuesOf(schema);
   if (values) {
     const hit = values.find((v) => String(v) === raw);
     return hit === undefined ? problem(`unknown value ${shown(raw)}`) : { value: hit };

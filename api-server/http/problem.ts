@@ -80,13 +80,13 @@ export function installProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof ProblemError) return sendProblem(reply, err.problem);
     if (isStoreUnavailable(err)) {
-      req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+      req.log.warn({ reqId: req.id, err: { message: err.message, code: err.code } }, 'store unavailable');
       return sendProblem(reply, { status: 503, slug: 'store-unavailable', title: 'Service unavailable', detail: 'the blocklist store is unavailable; retry later', retryAfterSeconds: 5 });
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return sendProblem(reply, { status: err.statusCode, slug: 'bad-request', title: 'Bad request', detail: err.message });
     }
-    req.log.error({ err }, 'request failed');
+    req.log.error({ reqId: req.id, err }, 'request failed');
     return sendProblem(reply, { status: 500, slug: 'internal', title: 'Internal error', detail: 'the request failed; the error is in the server log' });
   });
   app.setNotFoundHandler((req, reply) =>

@@ -76,17 +76,34 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
   return sendStream(reply, visibility(route), entry, tee);
 }
 
-/** For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). */
-export async function respondDocument(
+/**
+ * For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). A cached
+ * answer is sent synchronously (no promise); only producing a document is asynchronous.
+ */
+export function respondDocument(
   deps: ResponderDeps,
   route: ApiRouteConfig,
   req: FastifyRequest,
   reply: FastifyReply,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
-): Promise<FastifyReply> {
+): undefined | Promise<FastifyReply> {
   const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
-  if (hit) return sendBody(req, reply, visibility(route), hit);
+  if (hit) {
+    sendBody(req, reply, visibility(route), hit);
+    return undefined;
+  }
+  return produceDocument(deps, route, req, reply, key, doc);
+}
+
+async function produceDocument(
+  deps: ResponderDeps,
+  route: ApiRouteConfig,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  key: string,
+  doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
+): Promise<FastifyReply> {
   const now = new Date();
   const body = Buffer.from(await doc.produce(now));
   const entry = {

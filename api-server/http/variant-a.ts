@@ -30,7 +30,7 @@ export async function variantARoutes(app: FastifyInstance, deps: ResponderDeps):
   app.get(path.stats, {
     ...deps.guard(STATS, path.stats),
     schema: { tags: ['variant A'], summary: 'Total attacks, unique addresses, top countries and ports', querystring: HoneypotStatsParams, security: BEARER },
-  }, async (req, reply) => {
+  }, (req, reply) => {
     const q = req.query as Static<typeof HoneypotStatsParams>;
     return respondDocument(deps, STATS, req, reply, { hours: q.hours, format: 'json', produce: async (now) => `${JSON.stringify(await queryStats(deps.pool, now, q.hours))}\n` });
   });
@@ -38,7 +38,7 @@ export async function variantARoutes(app: FastifyInstance, deps: ResponderDeps):
   app.get(path.recent, {
     ...deps.guard(RECENT, path.recent),
     schema: { tags: ['variant A'], summary: 'Most recent attack events with the honeypot command', querystring: HoneypotRecentParams, security: BEARER },
-  }, async (req, reply) => {
+  }, (req, reply) => {
     const q = req.query as Static<typeof HoneypotRecentParams>;
     return respondDocument(deps, RECENT, req, reply, {
       format: q.format,

@@ -46,7 +46,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
   app.get('/api/stats', {
     ...deps.guard(STATS, '/api/stats'),
     schema: { tags: ['variant B'], summary: 'Total attacks, unique addresses, top countries and ports (public: 5 requests/minute without a key)', querystring: StatsParams, security: OPTIONAL_KEY },
-  }, async (req, reply) => {
+  }, (req, reply) => {
     const q = req.query as StatsQuery;
     return respondDocument(deps, STATS, req, reply, { hours: q.hours, format: 'json', produce: async (now) => `${JSON.stringify(await queryStats(deps.pool, now, q.hours))}\n` });
   });
@@ -54,7 +54,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
   app.get('/api/recent', {
     ...deps.guard(RECENT, '/api/recent'),
     schema: { tags: ['variant B'], summary: 'Most recent attack events (public: 5 requests/minute without a key)', querystring: RecentParams, security: OPTIONAL_KEY },
-  }, async (req, reply) => {
+  }, (req, reply) => {
     const q = req.query as RecentQuery;
     return respondDocument(deps, RECENT, req, reply, {
       format: q.format,
