@@ -72,6 +72,12 @@ export const ConfigSchema = Type.Object({
     env: 'BLOCKFEED_CACHE_MAX_BYTES',
     description: 'response cache size in bytes (0 = no cache)',
   }),
+  cacheLifetimes: Type.String({
+    pattern: '^((variantA|upTo24h|upTo72h|over72h|recent)=[0-9]+(,(variantA|upTo24h|upTo72h|over72h|recent)=[0-9]+)*)?$',
+    default: '',
+    env: 'BLOCKFEED_CACHE_LIFETIMES',
+    description: 'response lifetimes in seconds over the spec\'s (variantA=300,upTo24h=1800,upTo72h=3600,over72h=7200,recent=60)',
+  }),
   keyCacheSeconds: Type.Integer({
     minimum: 0,
     maximum: 300,

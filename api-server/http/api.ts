@@ -10,7 +10,7 @@ import { parseTierQuotas } from '../keys/tiers.ts';
 import { listenForRevocations } from '../keys/revocations.ts';
 import { createApiMetrics } from './api-metrics.ts';
 import { createAuthenticator, type Caller } from './auth.ts';
-import { ResponseCache } from './cache.ts';
+import { ResponseCache, parseCacheLifetimes } from './cache.ts';
 import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
 import { installProblemHandlers } from './problem.ts';
@@ -23,7 +23,7 @@ export interface ApiOptions {
   pool: pg.Pool;
   log: Logger;
   registry: Registry;
-  config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'keyCacheSeconds'>;
+  config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds'>;
 }
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -83,7 +83,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   });
 
   await registerOpenApi(app, VERSION);
-  const deps: ResponderDeps = { pool, log, cache, guard };
+  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), guard };
   await app.register(variantARoutes, deps);
   await app.register(variantBRoutes, deps);
   await app.register(openApiRoute);

@@ -19,12 +19,33 @@ export interface CachedBody {
   headers: Record<string, string>;
 }
 
-/** Lifetimes of DESIGN.md: variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
-export function cacheSeconds(variant: 'A' | 'B', endpoint: string, hours: number | undefined): number {
-  if (endpoint === 'recent') return 60;
-  if (variant === 'A') return 300;
+/** Response lifetimes in seconds, by what is answered. */
+export interface CacheLifetimes {
+  variantA: number;
+  upTo24h: number;
+  upTo72h: number;
+  over72h: number;
+  recent: number;
+}
+
+/** The spec's lifetimes (DESIGN.md): variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
+export const SPEC_LIFETIMES: Readonly<CacheLifetimes> = { variantA: 300, upTo24h: 1800, upTo72h: 3600, over72h: 7200, recent: 60 };
+
+/** `upTo24h=900,recent=30` (BLOCKFEED_CACHE_LIFETIMES) over the spec's values; the config schema checks the form. */
+export function parseCacheLifetimes(text: string): CacheLifetimes {
+  const lifetimes = { ...SPEC_LIFETIMES };
+  for (const pair of text.split(',').filter(Boolean)) {
+    const [name, seconds] = pair.split('=');
+    if (name && name in lifetimes) lifetimes[name as keyof CacheLifetimes] = Number(seconds);
+  }
+  return lifetimes;
+}
+
+export function cacheSeconds(variant: 'A' | 'B', endpoint: string, hours: number | undefined, lifetimes: CacheLifetimes = SPEC_LIFETIMES): number {
+  if (endpoint === 'recent') return lifetimes.recent;
+  if (variant === 'A') return lifetimes.variantA;
   const h = hours ?? 24;
-  return h <= 24 ? 1800 : h < 72 ? 3600 : 7200;
+  return h <= 24 ? lifetimes.upTo24h : h < 72 ? lifetimes.upTo72h : lifetimes.over72h;
 }
 
 /** Canonical key: parameters sorted, defaults already applied, credentials left out. Pure. */

@@ -8,13 +8,14 @@ import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/filters.ts';
 import { streamList } from '../query/stream.ts';
-import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type ResponseCache } from './cache.ts';
+import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
 import type { ApiRouteConfig } from './route-config.ts';
 
 export interface ResponderDeps {
   pool: pg.Pool;
   log: Logger;
   cache: ResponseCache;
+  lifetimes: CacheLifetimes;
   /** The per-route hooks: auth → limits before the handler, request metrics after the response. */
   guard(route: ApiRouteConfig, url: string): Pick<RouteShorthandOptions, 'preHandler' | 'onResponse'>;
 }
@@ -67,7 +68,7 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
   const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[list.format] };
   if (list.truncates) headers['x-blocklist-truncated'] = String(stream.truncated);
   if (list.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, list.hours, now, list.format)}"`;
-  const entry = { generatedAt: now, ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours), headers };
+  const entry = { generatedAt: now, ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours, deps.lifetimes), headers };
   const tee = deps.cache.tee(key, entry);
   // pipeline, not pipe: a client that goes away destroys the tee, and with it the statement's stream.
   pipeline(stream.body, tee, (err) => {
@@ -110,7 +111,7 @@ async function produceDocument(
     body,
     etag: strongEtag(body),
     generatedAt: now,
-    ttlSeconds: cacheSeconds(route.variant, route.endpoint, doc.hours),
+    ttlSeconds: cacheSeconds(route.variant, route.endpoint, doc.hours, deps.lifetimes),
     headers: { 'content-type': CONTENT_TYPES[doc.format] },
   };
   deps.cache.set(key, entry);

@@ -1,9 +1,25 @@
-// The api-server's /metrics exposition is valid for Prometheus (`promtool check metrics`, Debian's
+// Operational surfaces of the api-server: configured cache lifetimes, and the /metrics exposition is valid for Prometheus (`promtool check metrics`, Debian's
 // prometheus package) and carries the API's own series after some traffic.
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type TestApi } from '../../support/api-server.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
+
+describe('configured cache lifetimes', () => {
+  it('BLOCKFEED_CACHE_LIFETIMES reaches the responses', async () => {
+    const db = await freshDatabase();
+    const api = await startApi(db.url, { cacheLifetimes: 'upTo24h=900,over72h=5400' });
+    try {
+      const day = await fetch(`${api.base}/api/stats`);
+      expect(day.headers.get('cache-control')).toMatch(/max-age=(900|899)$/);
+      const week = await fetch(`${api.base}/api/stats?hours=168`);
+      expect(week.headers.get('cache-control')).toMatch(/max-age=(5400|5399)$/);
+    } finally {
+      await api.close();
+      await db.drop();
+    }
+  });
+});
 
 describe('api-server /metrics', () => {
   let db: TestDatabase;

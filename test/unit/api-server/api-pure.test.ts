@@ -4,7 +4,7 @@ import { ExportParams, RecentParams } from '../../../common/api-params.ts';
 import { csvCell } from '../../../api-server/formats/csv.ts';
 import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '../../../api-server/formats/records.ts';
 import { parseQuery } from '../../../api-server/http/params.ts';
-import { cacheKey, cacheSeconds, etagMatches } from '../../../api-server/http/cache.ts';
+import { cacheKey, cacheSeconds, etagMatches, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
 import { generateKey, keyMatches, keyPrefix } from '../../../api-server/keys/secret.ts';
 import { parseTierQuotas } from '../../../api-server/keys/tiers.ts';
@@ -61,6 +61,13 @@ describe('cache', () => {
     ['B', 'export', 24, 1800], ['B', 'export', 25, 3600], ['B', 'export', 71, 3600], ['B', 'export', 72, 7200], ['B', 'stats', 720, 7200],
   ] as const)('%s %s %s h lives %i s', (variant, endpoint, hours, seconds) => {
     expect(cacheSeconds(variant, endpoint, hours)).toBe(seconds);
+  });
+  it('lifetimes can be set per kind (BLOCKFEED_CACHE_LIFETIMES), the rest keep the spec values', () => {
+    const lifetimes = parseCacheLifetimes('upTo24h=900,recent=30');
+    expect(cacheSeconds('B', 'export', 24, lifetimes)).toBe(900);
+    expect(cacheSeconds('B', 'recent', undefined, lifetimes)).toBe(30);
+    expect(cacheSeconds('B', 'export', 72, lifetimes)).toBe(7200);
+    expect(cacheSeconds('A', 'dedup', 24, lifetimes)).toBe(300);
   });
   it('If-None-Match lists, weak forms and *', () => {
     expect(etagMatches('"a", "b"', '"b"')).toBe(true);
