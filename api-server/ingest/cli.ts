@@ -17,8 +17,8 @@ import type { IngestJob, IngestMessage } from './run.ts';
 
 const MAX_PRINTED_REJECTIONS = 1000;
 
-/** The ingest worker's heap: enough for the modules, the enrichment tables and three batches in flight. */
-export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 192 };
+/** The ingest worker's heap: the modules, the enrichment tables and three batches in flight need ~150 MB at the default batch size. */
+export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 256 };
 
 interface IngestFlags {
   format: InputFormat;
