@@ -17,7 +17,7 @@ import type { IngestJob, IngestMessage } from './run.ts';
 
 const MAX_PRINTED_REJECTIONS = 1000;
 
-/** The ingest worker's heap: the modules, the enrichment tables and three batches in flight need ~150 MB at the default batch size. */
+/** The ingest worker's heap: room for the modules, the enrichment tables and three batches in flight (bench/ingest.ts peaks at ~250 MB RSS). */
 export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 256 };
 
 interface IngestFlags {
