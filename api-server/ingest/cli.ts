@@ -83,14 +83,13 @@ export function registerIngestCommands(program: Command): void {
       const { names, totalBytes } = checkInputs(files);
       const { log } = commandContext();
       const progress = createProgress({ out: process.stderr, log, totalBytes });
-      let printed = 0;
-      const job: IngestJob = { names, format: flags.format, sensor: flags.sensor, batchSize: flags.batchSize };
+      const job: IngestJob = { names, format: flags.format, sensor: flags.sensor, batchSize: flags.batchSize, printRejections: MAX_PRINTED_REJECTIONS };
       const stats = await runInWorker(job, (m) => {
         if (m.kind === 'progress') progress.update(m.stats);
-        else if (m.kind === 'reject' && printed++ < MAX_PRINTED_REJECTIONS) process.stderr.write(`${m.message}\n`);
+        else if (m.kind === 'reject') process.stderr.write(`${m.message}\n`);
       });
       progress.done(stats);
-      if (printed > MAX_PRINTED_REJECTIONS) process.stderr.write(`… and ${printed - MAX_PRINTED_REJECTIONS} more rejected lines\n`);
+      if (stats.rejected > MAX_PRINTED_REJECTIONS) process.stderr.write(`… and ${stats.rejected - MAX_PRINTED_REJECTIONS} more rejected lines\n`);
       const already = stats.accepted - stats.inserted;
       process.stdout.write(
         `${stats.inserted} new events stored from ${stats.lines} lines` +

@@ -10,7 +10,7 @@ import { openDatabase } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './formats/index.ts';
-import { ingest, type IngestInput, type IngestStats } from './pipeline.ts';
+import { emptyStats, ingest, type IngestInput, type IngestStats } from './pipeline.ts';
 import { EventWriter } from './writer.ts';
 
 export interface IngestJob {
@@ -19,6 +19,8 @@ export interface IngestJob {
   format: InputFormat;
   sensor?: string;
   batchSize: number;
+  /** How many rejected lines the main thread prints (the worker sends no more than that). */
+  printRejections: number;
 }
 
 export type IngestMessage =
@@ -43,11 +45,16 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<vo
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
   try {
     await migrate(db.pool, log);
+    const running = emptyStats();
     const stats = await ingest(inputsOf(job), {
+      stats: running,
       sink: new EventWriter(db.pool, sharedEnricher()),
       batchSize: job.batchSize,
       onProgress: (s) => post({ kind: 'progress', stats: s }),
-      onReject: (message) => post({ kind: 'reject', message }),
+      // Only what the main thread prints crosses over; the rest is counted in the stats.
+      onReject: (message) => {
+        if (running.rejected <= job.printRejections) post({ kind: 'reject', message });
+      },
     });
     post({ kind: 'done', stats });
   } finally {
