@@ -9,13 +9,13 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile, readFile } from 'node:fs/promises';
 import { request, type RequestOptions } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { freePort } from './cli.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,17 +43,6 @@ export function k8sBinaries(root = REPO_ROOT): K8sBinaries {
     return v;
   };
   return { etcd: need('ETCD'), kubeApiserver: need('KUBE_APISERVER'), kubeControllerManager: need('KUBE_CONTROLLER_MANAGER'), helm: env.HELM };
-}
-
-export async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -250,7 +239,7 @@ export async function startControlPlane({ crdDir = path.join(REPO_ROOT, 'crds'),
     openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
     openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
 
-    const [etcdClient, etcdPeer, apiPort] = [await freeLoopbackPort(), await freeLoopbackPort(), await freeLoopbackPort()];
+    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
     const etcdUrl = `http://127.0.0.1:${etcdClient}`;
     procs.push(
       startProcess('etcd', bins.etcd, [
@@ -296,7 +285,7 @@ export async function startControlPlane({ crdDir = path.join(REPO_ROOT, 'crds'),
     log(`kube-apiserver ready after ${Date.now() - started} ms`);
 
     if (controllerManager) {
-      const kcmPort = await freeLoopbackPort();
+      const kcmPort = await freePort();
       procs.push(
         startProcess('kube-controller-manager', bins.kubeControllerManager, [
           `--kubeconfig=${path.join(dir, 'admin.kubeconfig')}`,

@@ -3,7 +3,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../support/cli.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,14 +13,6 @@ import { render } from '../../../controller/formats.ts';
 let prefix: string;
 let nginx: ChildProcess;
 let port: number;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const p = (server.address() as AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return p;
-}
 
 function get(from: string): Promise<number> {
   return new Promise((resolve, reject) => {
