@@ -1,7 +1,6 @@
 // The controller's command in the blockfeed CLI.
 import type { Command } from 'commander';
 import { commandContext, parseIntegerOption, untilSignal } from '../common/cli-support.ts';
-import { runController } from './run.ts';
 
 interface Flags {
   kubeconfig?: string;
@@ -31,6 +30,8 @@ export function registerControllerCommands(program: Command): void {
     .option('--namespace <ns>', 'watch subscriptions of this namespace only (default: every namespace)')
     .option('--lease-duration <seconds>', 'leader lease duration', parseIntegerOption('--lease-duration', 2, 300), 15)
     .action(async (flags: Flags) => {
+      // Loaded here, not at the top: the Kubernetes client weighs ~100 MB that every other command would carry.
+      const { runController } = await import('./run.ts');
       const { log } = commandContext();
       const { signalled, dispose } = untilSignal(log);
       const running = await runController(

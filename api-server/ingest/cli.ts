@@ -1,18 +1,24 @@
 // `blockfeed ingest [FILE...|-] --format F [--sensor ID]`: bulk-loads sensor logs. Rejected lines are printed
 // as `file:line: reason`; exit 0 = all stored, 1 = some lines rejected, 2 = nothing stored.
-import { createReadStream, statSync } from 'node:fs';
+//
+// The ingest itself runs in a worker thread (run.ts) whose heap is bounded by `resourceLimits`: a small young
+// generation (the parse/encode loop makes garbage fast, and V8 would otherwise grow the nursery to 64 MB) and
+// a capped old generation, so peak memory is set here by design rather than by how far V8 lets heaps grow.
+// The main thread only checks the arguments, relays messages and prints.
+import { statSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { Option, type Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
-import { openDatabase } from '../db/database.ts';
-import { migrate } from '../db/migrate.ts';
-import { sharedEnricher } from '../enrich/enricher.ts';
-import { INPUT_FORMATS, parserFor, type InputFormat } from './formats/index.ts';
-import { exitCodeOf, ingest, type IngestInput } from './pipeline.ts';
+import { INPUT_FORMATS, type InputFormat } from './formats/index.ts';
+import { exitCodeOf, type IngestStats } from './pipeline.ts';
 import { createProgress } from './progress.ts';
-import { EventWriter } from './writer.ts';
+import type { IngestJob, IngestMessage } from './run.ts';
 
 const MAX_PRINTED_REJECTIONS = 1000;
+
+/** The ingest worker's heap: room for the modules, the enrichment tables and three batches in flight (bench/ingest.ts peaks at ~250 MB RSS). */
+export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 12, maxOldGenerationSizeMb: 256 };
 
 interface IngestFlags {
   format: InputFormat;
@@ -20,7 +26,8 @@ interface IngestFlags {
   batchSize: number;
 }
 
-function inputsFor(files: string[], flags: IngestFlags): { inputs: IngestInput[]; totalBytes?: number } {
+/** The input names ('-' for stdin) and their total size when all are regular files; refuses unreadable ones. */
+function checkInputs(files: string[]): { names: string[]; totalBytes?: number } {
   const names = files.length ? files : ['-'];
   let totalBytes: number | undefined = 0;
   for (const name of names) {
@@ -39,15 +46,28 @@ function inputsFor(files: string[], flags: IngestFlags): { inputs: IngestInput[]
     }
     if (totalBytes !== undefined) totalBytes += size;
   }
-  const inputs = names.map((name) => ({
-    name: name === '-' ? 'stdin' : name,
-    // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
-    parser: parserFor(flags.format, { sensor: flags.sensor }),
-    get stream(): AsyncIterable<Buffer> {
-      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 16 });
-    },
-  }));
-  return { inputs, totalBytes };
+  return { names, totalBytes };
+}
+
+/** Runs the job in a bounded worker, calling `onMessage` for each report; resolves with the final stats. */
+function runInWorker(job: IngestJob, onMessage: (m: IngestMessage) => void): Promise<IngestStats> {
+  const readsStdin = job.names.includes('-');
+  const worker = new Worker(new URL('./run.ts', import.meta.url), { workerData: job, stdin: readsStdin, resourceLimits: INGEST_HEAP_LIMITS });
+  if (readsStdin && worker.stdin) process.stdin.pipe(worker.stdin);
+  return new Promise((resolve, reject) => {
+    let outcome: IngestMessage | undefined;
+    worker.on('message', (m: IngestMessage) => {
+      if (m.kind === 'done' || m.kind === 'failed') outcome = m;
+      else onMessage(m);
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (readsStdin && worker.stdin) process.stdin.unpipe(worker.stdin);
+      if (outcome?.kind === 'done') resolve(outcome.stats);
+      else if (outcome?.kind === 'failed') reject(outcome.exitCode === undefined ? new Error(outcome.message) : new UserError(outcome.message, outcome.exitCode));
+      else reject(new Error(`the ingest worker stopped (exit code ${code}) before finishing`));
+    });
+  });
 }
 
 export function registerIngestCommands(program: Command): void {
@@ -60,32 +80,21 @@ export function registerIngestCommands(program: Command): void {
     .option('--batch-size <n>', 'events per transaction', parseIntegerOption('--batch-size', 1, 1_000_000), 10_000)
     .addHelpText('after', '\nExit status: 0 all lines stored, 1 some lines rejected, 2 nothing stored.')
     .action(async (files: string[], flags: IngestFlags) => {
-      const { inputs, totalBytes } = inputsFor(files, flags);
-      const { config, log } = commandContext();
-      const db = await openDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
-      try {
-        await migrate(db.pool, log);
-        const progress = createProgress({ out: process.stderr, log, totalBytes });
-        const enricher = sharedEnricher();
-        let printed = 0;
-        const stats = await ingest(inputs, {
-          sink: new EventWriter(db.pool, enricher),
-          batchSize: flags.batchSize,
-          onProgress: (s) => progress.update(s),
-          onReject: (message) => {
-            if (printed++ < MAX_PRINTED_REJECTIONS) process.stderr.write(`${message}\n`);
-          },
-        });
-        progress.done(stats);
-        if (printed > MAX_PRINTED_REJECTIONS) process.stderr.write(`… and ${printed - MAX_PRINTED_REJECTIONS} more rejected lines\n`);
-        const already = stats.accepted - stats.inserted;
-        process.stdout.write(
-          `${stats.inserted} new events stored from ${stats.lines} lines` +
-            ` (${already} already stored, ${stats.rejected} rejected, ${stats.skipped} without an attack)\n`,
-        );
-        process.exitCode = exitCodeOf(stats);
-      } finally {
-        await db.close();
-      }
+      const { names, totalBytes } = checkInputs(files);
+      const { log } = commandContext();
+      const progress = createProgress({ out: process.stderr, log, totalBytes });
+      const job: IngestJob = { names, format: flags.format, sensor: flags.sensor, batchSize: flags.batchSize, printRejections: MAX_PRINTED_REJECTIONS };
+      const stats = await runInWorker(job, (m) => {
+        if (m.kind === 'progress') progress.update(m.stats);
+        else if (m.kind === 'reject') process.stderr.write(`${m.message}\n`);
+      });
+      progress.done(stats);
+      if (stats.rejected > MAX_PRINTED_REJECTIONS) process.stderr.write(`… and ${stats.rejected - MAX_PRINTED_REJECTIONS} more rejected lines\n`);
+      const already = stats.accepted - stats.inserted;
+      process.stdout.write(
+        `${stats.inserted} new events stored from ${stats.lines} lines` +
+          ` (${already} already stored, ${stats.rejected} rejected, ${stats.skipped} without an attack)\n`,
+      );
+      process.exitCode = exitCodeOf(stats);
     });
 }

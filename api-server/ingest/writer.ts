@@ -142,6 +142,44 @@ interface InsertedRow {
 }
 
 const DAY = 86_400_000;
+// Addresses whose enrichment columns are remembered: two generations of at most this many each.
+const ENRICHED_REMEMBERED = 50_000;
+
+/**
+ * The enrichment columns of addresses seen lately, as COPY text: an address recurs in batch after batch, and
+ * the lookups (and the strings they make) need doing once per run, not once per batch. Bounded like the Cowrie
+ * parser's sessions: when the young generation fills, the old one is dropped whole. The tables do not change
+ * while a process runs, so a remembered text is what a fresh lookup would give.
+ */
+class EnrichedColumns {
+  private young = new Map<string, string>();
+  private old = new Map<string, string>();
+  private readonly enricher: Enricher;
+
+  constructor(enricher: Enricher) {
+    this.enricher = enricher;
+  }
+
+  of(address: AddressRow['address']): string {
+    const key = address.text;
+    let text = this.young.get(key);
+    if (text !== undefined) return text;
+    text = this.old.get(key);
+    if (text === undefined) {
+      const x = this.enricher.enrich(address);
+      text = [
+        copyText(x.country), copyText(x.province), copyText(x.city), copyText(x.carrier), copyText(x.isp),
+        copyNumber(x.asn), copyText(x.asName), x.net, copyText(x.scannerKind), copyText(x.scannerOrg),
+      ].join('\t');
+    }
+    if (this.young.size >= ENRICHED_REMEMBERED) {
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(key, text);
+    return text;
+  }
+}
 
 export interface BatchResult {
   /** Events newly stored (duplicates of stored events are not counted). */
@@ -150,14 +188,14 @@ export interface BatchResult {
 
 export class EventWriter {
   private readonly pool: pg.Pool;
-  private readonly enricher: Enricher;
+  private readonly enriched: EnrichedColumns;
   private readonly prepared = new WeakSet<pg.PoolClient>();
   private readonly sensorIds = new Map<string, number>();
   private readonly ensuredDays = new Set<number>();
 
   constructor(pool: pg.Pool, enricher: Enricher) {
     this.pool = pool;
-    this.enricher = enricher;
+    this.enriched = new EnrichedColumns(enricher);
   }
 
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
@@ -261,13 +299,11 @@ export class EventWriter {
   }
 
   private addressRow(a: AddressRow, sensorId: (name: string) => number): string {
-    const x = this.enricher.enrich(a.address);
     const sensors = recentSensors(a, sensorId);
     return [
       a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
       iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,
-      isoArray(sensors.map((s) => s[1])), copyText(x.country), copyText(x.province), copyText(x.city), copyText(x.carrier),
-      copyText(x.isp), copyNumber(x.asn), copyText(x.asName), x.net, copyText(x.scannerKind), copyText(x.scannerOrg),
+      isoArray(sensors.map((s) => s[1])), this.enriched.of(a.address),
     ].join('\t') + '\n';
   }
 }

@@ -1,0 +1,114 @@
+// A reader for the common shape of a sensor's JSON line: one flat object whose values are plain strings
+// (no escapes), numbers, true, false or null. It keeps only the fields a parser asks for, so the others never
+// become strings. Anything else — nesting, escapes, control characters, invalid JSON — returns undefined and
+// the caller uses JSON.parse, so what a line means never depends on which reader read it. Pure.
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const COLON = 58;
+const OPEN = 123;
+const CLOSE = 125;
+const MINUS = 45;
+const DOT = 46;
+const ZERO = 48;
+const NINE = 57;
+
+const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
+const isDigit = (c: number) => c >= ZERO && c <= NINE;
+
+/** End (exclusive, past the closing quote) of the plain string starting at `at` (a quote), or -1. */
+function plainStringEnd(line: string, at: number): number {
+  const close = line.indexOf('"', at + 1);
+  if (close < 0) return -1;
+  for (let i = at + 1; i < close; i++) {
+    const c = line.charCodeAt(i);
+    if (c < 32 || c === BACKSLASH) return -1;
+  }
+  return close + 1;
+}
+
+/** End of the JSON number starting at `at` (its strict grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), or -1. */
+function numberEnd(line: string, at: number): number {
+  let i = at;
+  if (line.charCodeAt(i) === MINUS) i++;
+  if (line.charCodeAt(i) === ZERO) i++;
+  else if (isDigit(line.charCodeAt(i))) while (isDigit(line.charCodeAt(i))) i++;
+  else return -1;
+  if (line.charCodeAt(i) === DOT) {
+    i++;
+    if (!isDigit(line.charCodeAt(i))) return -1;
+    while (isDigit(line.charCodeAt(i))) i++;
+  }
+  const e = line.charCodeAt(i);
+  if (e === 101 || e === 69) {
+    i++;
+    const sign = line.charCodeAt(i);
+    if (sign === 43 || sign === MINUS) i++;
+    if (!isDigit(line.charCodeAt(i))) return -1;
+    while (isDigit(line.charCodeAt(i))) i++;
+  }
+  return i;
+}
+
+// V8 makes a slice of 13 or more characters a view that keeps its whole line alive; values a caller keeps
+// (addresses, sensor names in rollups and caches) would then pin every line they came from.
+const SHORTEST_VIEW = 13;
+
+/** line[from, to) as a string of its own: sliced from a copy only as long as itself. */
+function ownString(line: string, from: number, to: number): string {
+  return to - from < SHORTEST_VIEW ? line.slice(from, to) : ` ${line.slice(from, to)}`.slice(1);
+}
+
+function skipSpace(line: string, at: number): number {
+  while (at < line.length && isSpace(line.charCodeAt(at))) at++;
+  return at;
+}
+
+/**
+ * The fields of `line` named in `wanted`, as JSON.parse would give them, when the line is a flat object of
+ * plain values; undefined otherwise (the caller then parses it in full).
+ */
+export function readFlatObject(line: string, wanted: ReadonlySet<string>): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  let i = skipSpace(line, 0);
+  if (line.charCodeAt(i) !== OPEN) return undefined;
+  i = skipSpace(line, i + 1);
+  if (line.charCodeAt(i) === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;
+  for (;;) {
+    if (line.charCodeAt(i) !== QUOTE) return undefined;
+    const keyEnd = plainStringEnd(line, i);
+    if (keyEnd < 0) return undefined;
+    const key = line.slice(i + 1, keyEnd - 1);
+    i = skipSpace(line, keyEnd);
+    if (line.charCodeAt(i) !== COLON) return undefined;
+    i = skipSpace(line, i + 1);
+    const c = line.charCodeAt(i);
+    let end: number;
+    let value: unknown;
+    if (c === QUOTE) {
+      end = plainStringEnd(line, i);
+      if (end < 0) return undefined;
+      if (wanted.has(key)) value = ownString(line, i + 1, end - 1);
+    } else if (c === MINUS || isDigit(c)) {
+      end = numberEnd(line, i);
+      if (end < 0) return undefined;
+      if (wanted.has(key)) value = Number(line.slice(i, end));
+    } else if (line.startsWith('true', i)) {
+      end = i + 4;
+      value = true;
+    } else if (line.startsWith('false', i)) {
+      end = i + 5;
+      value = false;
+    } else if (line.startsWith('null', i)) {
+      end = i + 4;
+      value = null;
+    } else return undefined;
+    if (wanted.has(key)) out[key] = value;
+    i = skipSpace(line, end);
+    const next = line.charCodeAt(i);
+    if (next === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;
+    if (next !== COMMA) return undefined;
+    i = skipSpace(line, i + 1);
+  }
+}

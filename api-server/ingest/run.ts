@@ -1,0 +1,74 @@
+// The body of `blockfeed ingest`, run in a worker thread (see cli.ts): opens the store, ingests the named
+// inputs and reports to the main thread by message — progress, rejected lines, the final stats, or a failure.
+// All the ingest's modules, the enrichment tables and the parse/encode garbage live in this worker's heap,
+// whose size the main thread bounds with `resourceLimits`.
+import { createReadStream } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
+import { commandContext } from '../../common/cli-support.ts';
+import { UserError } from '../../common/errors.ts';
+import { openDatabase } from '../db/database.ts';
+import { migrate } from '../db/migrate.ts';
+import { sharedEnricher } from '../enrich/enricher.ts';
+import { parserFor, type InputFormat } from './formats/index.ts';
+import { emptyStats, ingest, type IngestInput, type IngestStats } from './pipeline.ts';
+import { EventWriter } from './writer.ts';
+
+export interface IngestJob {
+  /** File names; '-' for standard input (which the main thread pipes into the worker's stdin). */
+  names: string[];
+  format: InputFormat;
+  sensor?: string;
+  batchSize: number;
+  /** How many rejected lines the main thread prints (the worker sends no more than that). */
+  printRejections: number;
+}
+
+export type IngestMessage =
+  | { kind: 'progress'; stats: IngestStats }
+  | { kind: 'reject'; message: string }
+  | { kind: 'done'; stats: IngestStats }
+  | { kind: 'failed'; message: string; exitCode?: number };
+
+function inputsOf(job: IngestJob): IngestInput[] {
+  return job.names.map((name) => ({
+    name: name === '-' ? 'stdin' : name,
+    // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
+    parser: parserFor(job.format, { sensor: job.sensor }),
+    get stream(): AsyncIterable<Buffer> {
+      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 16 });
+    },
+  }));
+}
+
+async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<void> {
+  const { config, log } = commandContext();
+  const db = await openDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
+  try {
+    await migrate(db.pool, log);
+    const running = emptyStats();
+    const stats = await ingest(inputsOf(job), {
+      stats: running,
+      sink: new EventWriter(db.pool, sharedEnricher()),
+      batchSize: job.batchSize,
+      onProgress: (s) => post({ kind: 'progress', stats: s }),
+      // Only what the main thread prints crosses over; the rest is counted in the stats.
+      onReject: (message) => {
+        if (running.rejected <= job.printRejections) post({ kind: 'reject', message });
+      },
+    });
+    post({ kind: 'done', stats });
+  } finally {
+    await db.close();
+  }
+}
+
+if (parentPort) {
+  const port = parentPort;
+  const post = (m: IngestMessage) => port.postMessage(m);
+  try {
+    await run(workerData as IngestJob, post);
+  } catch (err) {
+    if (err instanceof UserError) post({ kind: 'failed', message: err.message, exitCode: err.exitCode });
+    else post({ kind: 'failed', message: (err as Error).stack ?? String(err) });
+  }
+}
