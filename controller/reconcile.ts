@@ -317,8 +317,8 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   }
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  await patchStatus(deps.apis, sub, status);
-  await recordEvent(deps, sub, eventType, eventReason, eventMessage);
+  // Independent requests: side by side (recordEvent never throws).
+  await Promise.all([patchStatus(deps.apis, sub, status), recordEvent(deps, sub, eventType, eventReason, eventMessage)]);
   deps.log.info({ subscription: keyOf(sub), outcome: eventReason, message: eventMessage }, 'sync');
   return { ok: outcome.kind !== 'failed', nextSyncTime: next };
 }
