@@ -246,6 +246,8 @@ export function coveredBy(entry: Entry, intervals: Intervals): boolean {
 export class CidrCollector {
   private singles = new Uint32Array(1024);
   private singleCount = 0;
+  /** feeds are usually sorted already; then the sort is skipped */
+  private singlesInOrder = true;
   private ranges = new Float64Array(64);
   private rangeCount = 0;
   private readonly v6: Entry6[] = [];
@@ -260,6 +262,7 @@ export class CidrCollector {
       grown.set(this.singles);
       this.singles = grown;
     }
+    if (this.singleCount > 0 && address < this.singles[this.singleCount - 1]!) this.singlesInOrder = false;
     this.singles[this.singleCount++] = address;
   }
 
@@ -281,7 +284,7 @@ export class CidrCollector {
 
   /** The minimal exact CIDR set covering everything added, minus `exclude`, sorted. */
   aggregate(exclude: Intervals = { v4: new Float64Array(0), v6: [] }): CidrSet {
-    const singles = this.singles.subarray(0, this.singleCount).sort();
+    const singles = this.singlesInOrder ? this.singles.subarray(0, this.singleCount) : this.singles.subarray(0, this.singleCount).sort();
     const ranges = this.ranges.subarray(0, this.rangeCount).sort();
     const out = new V4Output(exclude.v4, singles.length + ranges.length);
     if (ranges.length === 0) {

@@ -46,8 +46,14 @@ export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
   return url;
 }
 
-/** Receives each body line: as a string, or as a byte range of a buffer valid only during the call. */
-export type LineSink = ((line: string) => void) | { bytes: (buf: Uint8Array, start: number, end: number) => void };
+/**
+ * Receives the body: each line as a string, or as a byte range of a buffer valid only during the call; or the
+ * raw chunks, cut into lines by the sink itself (end() answers the number of lines).
+ */
+export type LineSink =
+  | ((line: string) => void)
+  | { bytes: (buf: Uint8Array, start: number, end: number) => void }
+  | { chunk: (buf: Uint8Array) => void; end: () => number };
 
 const NEWLINE = 10;
 
@@ -97,6 +103,17 @@ export async function pullFeed(options: PullOptions, sink: LineSink): Promise<Pu
     }
     let bytes = 0;
     let lines = 0;
+    if ('chunk' in sink) {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        bytes += chunk.byteLength;
+        if (bytes > maxBody) {
+          res.destroy();
+          throw new FeedError('TooLarge', `feed ${describe} body exceeds the ${maxBody}-byte limit`);
+        }
+        sink.chunk(chunk);
+      }
+      return { changed: true, etag: header('etag'), bytes, lines: sink.end() };
+    }
     // Lines are cut at newline bytes (a UTF-8 multi-byte character never contains one), so a byte sink
     // sees the body without any string being made.
     const emit =

@@ -96,7 +96,7 @@ async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Pr
   let pulled;
   try {
     const apiKey = await readApiKey(apis, sub);
-    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag }, { bytes: (buf, start, end) => sanitiser.addBytes(buf, start, end) });
+    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag }, { chunk: (buf) => sanitiser.write(buf), end: () => sanitiser.end() });
   } catch (err) {
     stopTimer();
     metrics.pullTotal.inc({ ...labels, result: 'failed' });
@@ -141,21 +141,28 @@ async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Pr
   }
 
   const ctx: TargetContext = { apis, sub, list, log };
+  // Targets are independent objects: applied side by side; the first failure is reported.
+  const settled = await Promise.allSettled(
+    sub.spec.targets.map(async (target): Promise<TargetOutcome> => {
+      const kind = target.networkPolicy ? 'NetworkPolicy' : target.ingressNginx ? 'Ingress' : 'ConfigMap';
+      let outcome: TargetOutcome;
+      try {
+        if (target.networkPolicy) outcome = await applyNetworkPolicies(ctx, target.networkPolicy);
+        else if (target.ingressNginx) outcome = await applyIngressNginx(ctx, target.ingressNginx);
+        else outcome = await applyConfigMaps(ctx, target.configMap!, deps.shardBudget);
+      } catch (err) {
+        metrics.targetApply.inc({ ...labels, kind, result: 'failed' });
+        throw new Error(`applying to ${kind} failed: ${(err as Error).message}`, { cause: err });
+      }
+      metrics.targetApply.inc({ ...labels, kind, result: outcome.problems.length ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
+      metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, outcome.problems.length ? 0 : list.all.length);
+      return outcome;
+    }),
+  );
   const outcomes: TargetOutcome[] = [];
-  for (const target of sub.spec.targets) {
-    let outcome: TargetOutcome;
-    const kind = target.networkPolicy ? 'NetworkPolicy' : target.ingressNginx ? 'Ingress' : 'ConfigMap';
-    try {
-      if (target.networkPolicy) outcome = await applyNetworkPolicies(ctx, target.networkPolicy);
-      else if (target.ingressNginx) outcome = await applyIngressNginx(ctx, target.ingressNginx);
-      else outcome = await applyConfigMaps(ctx, target.configMap!, deps.shardBudget);
-    } catch (err) {
-      metrics.targetApply.inc({ ...labels, kind, result: 'failed' });
-      return { kind: 'failed', reason: 'ApplyFailed', message: `applying to ${kind} failed: ${(err as Error).message}` };
-    }
-    metrics.targetApply.inc({ ...labels, kind, result: outcome.problems.length ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
-    metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, outcome.problems.length ? 0 : list.all.length);
-    outcomes.push(outcome);
+  for (const result of settled) {
+    if (result.status === 'rejected') return { kind: 'failed', reason: 'ApplyFailed', message: (result.reason as Error).message };
+    outcomes.push(result.value);
   }
   deps.applied.set(sub.metadata.uid ?? keyOf(sub), { inputsHash: inputs, etag, list, entries });
   const unchanged = outcomes.every((o) => o.writes === 0);
@@ -310,8 +317,8 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   }
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  await patchStatus(deps.apis, sub, status);
-  await recordEvent(deps, sub, eventType, eventReason, eventMessage);
+  // Independent requests: side by side (recordEvent never throws).
+  await Promise.all([patchStatus(deps.apis, sub, status), recordEvent(deps, sub, eventType, eventReason, eventMessage)]);
   deps.log.info({ subscription: keyOf(sub), outcome: eventReason, message: eventMessage }, 'sync');
   return { ok: outcome.kind !== 'failed', nextSyncTime: next };
 }

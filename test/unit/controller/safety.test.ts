@@ -87,6 +87,36 @@ describe('Sanitiser.addBytes', () => {
   });
 });
 
+describe('Sanitiser.write', () => {
+  it('agrees with add() however the body is cut into chunks (property)', () => {
+    const octet = fc.oneof(fc.integer({ min: 0, max: 255 }).map(String), fc.constantFrom('256', '01', '00', '', 'x', '1000'));
+    const line = fc.oneof(
+      fc.tuple(octet, octet, octet, octet).map((p) => p.join('.')),
+      fc.constantFrom('10.0.0.1', '127.0.0.1', '45.60.1.1', '198.51.100.3', '# c', '', '2001:db8::1', '1.2.3.4 ; x', '1.2.3.4\r', ' 1.2.3.4', '1.2.3.4.5', '1..2.3', '203.0.113.0/24'),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), fc.boolean(), fc.array(fc.nat(), { maxLength: 6 }), (lines, finalNewline, cuts) => {
+        const opts = { clusterCidrs: ['45.60.0.0/16'], allowlist: ['198.51.100.0/24'], limits };
+        const byString = sanitise(lines, opts);
+        const body = new TextEncoder().encode(lines.join('\n') + (finalNewline && lines.length ? '\n' : ''));
+        const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
+        const chunked = new Sanitiser(opts);
+        let from = 0;
+        for (const p of [...points, body.length]) {
+          chunked.write(body.subarray(from, p));
+          from = p;
+        }
+        chunked.end();
+        const byChunks = chunked.finish();
+        expect(byChunks.dropped).toEqual(byString.dropped);
+        expect(cidrStrings(byChunks.set)).toEqual(cidrStrings(byString.set));
+        expect(byChunks.entries).toBe(byString.entries);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe('judge', () => {
   it('refuses a list over maxEntries', () => {
     expect(judge({ entries: 11 }, undefined, { ...limits, maxEntries: 10 })).toMatchObject({ ok: false, reason: 'TooManyEntries' });
