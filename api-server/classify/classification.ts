@@ -9,8 +9,8 @@ export function levelOfAction(action: Action): Level {
   return action === 2 ? 'critical' : action === 1 ? 'high' : 'medium';
 }
 
-/** The facts `addresses` keeps per address (times in ms; null = never). */
-export interface AddressFacts {
+/** When an address was last active in each window-dependent way (times in ms; null = never). */
+export interface AddressActivity {
   lastSeen: number;
   lastHoneypot: number | null;
   lastTelescope: number | null;
@@ -19,6 +19,10 @@ export interface AddressFacts {
   lastCritical: number | null;
   /** Index i = SERVICES[i]. */
   serviceLast: (number | null)[];
+}
+
+/** The facts `addresses` keeps per address. */
+export interface AddressFacts extends AddressActivity {
   /** Most recent sighting per sensor, newest first. */
   sensorLast: number[];
   scannerKind: 'research_scanner' | 'asset_scanner' | null;

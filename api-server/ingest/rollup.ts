@@ -4,6 +4,7 @@
 // objects (they die young instead of being promoted while the batch waits for the database). Sensors are
 // kept by name here and mapped to sensors.id when the rollup is staged. Pure.
 import { SERVICES } from '../../common/vocabulary.ts';
+import type { AddressActivity } from '../classify/classification.ts';
 import type { Address } from '../enrich/address.ts';
 import type { AttackEvent } from './event.ts';
 
@@ -26,16 +27,10 @@ export interface HourlyRow {
   lastSeen: number;
 }
 
-export interface AddressRow {
+/** One address's activity in a batch, folded the way `addresses` keeps it (classify/classification.ts). */
+export interface AddressRow extends AddressActivity {
   address: Address;
   firstSeen: number;
-  lastSeen: number;
-  lastHoneypot: number | null;
-  lastTelescope: number | null;
-  lastInteraction: number | null;
-  lastHigh: number | null;
-  lastCritical: number | null;
-  serviceLast: (number | null)[];
   /** Distinct sensor names and, at the same index, each one's last sighting. */
   sensorNames: string[];
   sensorTimes: number[];
