@@ -106,15 +106,29 @@ export class ResponseCache {
     return key;
   }
 
-  get(endpoint: string, key: string): CachedBody | undefined {
-    const hit = this.#lru?.get(key);
-    const id = `${endpoint} ${hit ? 'hit' : 'miss'}`;
+  /** The cache key of a URL answered before (and remembered), without parsing it. */
+  knownKey(rawUrl: string): string | undefined {
+    return this.#normalized.get(rawUrl);
+  }
+
+  /** The entry under a key, if any, without counting the lookup (see countLookup). */
+  peek(key: string): CachedBody | undefined {
+    return this.#lru?.get(key);
+  }
+
+  countLookup(endpoint: string, hit: boolean): void {
+    const id = hit ? endpoint : `${endpoint} miss`;
     let counter = this.#counters.get(id);
     if (!counter) {
       counter = this.#lookups.labels({ endpoint, result: hit ? 'hit' : 'miss' });
       this.#counters.set(id, counter);
     }
     counter.inc();
+  }
+
+  get(endpoint: string, key: string): CachedBody | undefined {
+    const hit = this.peek(key);
+    this.countLookup(endpoint, hit !== undefined);
     return hit;
   }
 
