@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import type { Counter } from 'prom-client';
+import type { BoundCounter } from './bound-metrics.ts';
 
 export interface CachedBody {
   body: Buffer;
@@ -73,12 +73,12 @@ const SMALL_BODY_BYTES = 64 * 1024;
 
 export interface ResponseCacheOptions {
   maxBytes: number;
-  lookups: Counter<'endpoint' | 'result'>;
+  lookups: BoundCounter;
 }
 
 export class ResponseCache {
   readonly #lru: LRUCache<string, CachedBody> | undefined;
-  readonly #lookups: Counter<'endpoint' | 'result'>;
+  readonly #lookups: BoundCounter;
   /** Largest body kept: a quarter of the cache, so one export cannot flush everything else. */
   readonly maxEntryBytes: number;
 
@@ -91,7 +91,7 @@ export class ResponseCache {
         : undefined;
   }
 
-  readonly #counters = new Map<string, { inc(): void }>();
+  readonly #counters = new Map<string, () => void>();
   /** Raw URL → normalized cache key, so a repeated request skips normalizing its parameters. */
   readonly #normalized = new Map<string, string>();
 
@@ -120,10 +120,10 @@ export class ResponseCache {
     const id = hit ? endpoint : `${endpoint} miss`;
     let counter = this.#counters.get(id);
     if (!counter) {
-      counter = this.#lookups.labels({ endpoint, result: hit ? 'hit' : 'miss' });
+      counter = this.#lookups.bind({ endpoint, result: hit ? 'hit' : 'miss' });
       this.#counters.set(id, counter);
     }
-    counter.inc();
+    counter();
   }
 
   get(endpoint: string, key: string): CachedBody | undefined {

@@ -46,16 +46,14 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
     limiter.enforce(reply, caller, policy).then(() => next(), next);
   }
 
-  const timers = new Map<string, (seconds: number) => void>();
-  const timerFor = (method: string, status: number) => {
-    const id = `${method} ${status}`;
-    let timer = timers.get(id);
-    if (!timer) {
-      const child = metrics.requestDuration.labels({ method, route: url, status: String(status) });
-      timer = (seconds: number) => child.observe(seconds);
-      timers.set(id, timer);
-    }
-    return timer;
+  // One bound series per method and status, found without building a string per request.
+  const observers = new Map<string, Map<number, (seconds: number) => void>>();
+  const observe = (method: string, status: number, seconds: number) => {
+    let byStatus = observers.get(method);
+    if (!byStatus) observers.set(method, (byStatus = new Map<number, (seconds: number) => void>()));
+    let record = byStatus.get(status);
+    if (!record) byStatus.set(status, (record = metrics.requestDuration.bind({ method, route: url, status: String(status) })));
+    record(seconds);
   };
 
   return {
@@ -79,7 +77,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
     },
     preHandler: admit,
     onResponse: (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      timerFor(req.method, reply.statusCode)(reply.elapsedTime / 1000);
+      observe(req.method, reply.statusCode, reply.elapsedTime / 1000);
       done();
     },
   };
