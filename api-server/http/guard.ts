@@ -61,7 +61,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
      * The fast path of a cached answer, the bulk of a busy server's requests. A URL answered before maps
      * straight to its cache key (the same URL validates the same way), so while the cache holds the answer,
      * auth and limits run here — exactly as in preHandler — and the body goes out without fastify's
-     * validation, preHandler and handler steps, which otherwise cost about as much as the rest of the request.
+     * validation, preHandler and handler steps, work a repeated URL does not need.
      * Everything else (first sight of a URL, a miss, URLs carrying key=) continues down the normal path.
      */
     onRequest: (req: FastifyRequest, reply: FastifyReply, done: Next) => {
