@@ -137,6 +137,12 @@ describe('blockfeed observed by a real Prometheus', () => {
 
   const everySubscription = (values: Map<string, number>, ok: (v: number) => boolean) => subscriptions.every((s) => values.has(s) && ok(values.get(s)!));
 
+  /** The subscriptions' status, keyed by name: what the controller reports through the Kubernetes API. */
+  async function statuses(): Promise<Map<string, NonNullable<BlocklistSubscription['status']>>> {
+    const list = (await kc.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL })) as { items: BlocklistSubscription[] };
+    return new Map(list.items.map((s) => [s.metadata.name, s.status ?? {}]));
+  }
+
   async function alertsNamed(name: string): Promise<Alert[]> {
     return (await prometheus.alerts()).filter((a) => a.labels.alertname === name && a.labels.namespace === NAMESPACE);
   }
@@ -194,6 +200,11 @@ describe('blockfeed observed by a real Prometheus', () => {
   it('shows the list size of every subscription and the CIDRs per target', async () => {
     const entries = await untilEvery(`blockfeed_list_entries{namespace="${NAMESPACE}"}`, 'name', (v) => everySubscription(v, (n) => n > 0), 'list sizes');
     expect(entries.size).toBe(subscriptions.length);
+    // The same numbers as each subscription's status.entries (written just after the metrics: polled).
+    await eventually(async () => {
+      const status = await statuses();
+      return subscriptions.every((s) => status.get(s)?.entries === entries.get(s)) || undefined;
+    }, SETTLE_MS, 'status.entries equal to blockfeed_list_entries');
     const cidrs = await byLabel(`sum by (kind) (blockfeed_target_cidrs{namespace="${NAMESPACE}"})`, 'kind');
     for (const kind of ['NetworkPolicy', 'Ingress', 'ConfigMap']) expect(cidrs.get(kind), kind).toBeGreaterThan(0);
     // The allowlisted attackers reached the api-server's list and were dropped by the controller.
@@ -208,6 +219,12 @@ describe('blockfeed observed by a real Prometheus', () => {
       expect(last.get(name), name).toBeGreaterThanOrEqual(startedAt);
       expect(last.get(name), name).toBeLessThanOrEqual(now);
     }
+    // The second of each subscription's status.lastSuccessfulSyncTime.
+    await eventually(async () => {
+      const status = await statuses();
+      const seconds = (name: string) => Math.floor(Date.parse(status.get(name)?.lastSuccessfulSyncTime ?? '') / 1000);
+      return subscriptions.every((s) => seconds(s) === last.get(s)) || undefined;
+    }, SETTLE_MS, 'status.lastSuccessfulSyncTime equal to blockfeed_last_success_timestamp_seconds');
   });
 
   it("shows the api-server's requests, cache lookups and limit rejections", async () => {
