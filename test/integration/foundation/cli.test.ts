@@ -72,20 +72,28 @@ describe('blockfeed CLI', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     const pgPid = postmasterPid(dataDir);
-    const serve = await startServe({ BLOCKFEED_DATA_DIR: dataDir });
-    expect(serve.output()).toMatch(/reusing the embedded PostgreSQL/);
+    const serve = await startServe({ BLOCKFEED_DATA_DIR: dataDir }).catch((err: unknown) => {
+      ingest.kill('SIGKILL');
+      throw err;
+    });
+    try {
+      expect(serve.output()).toMatch(/reusing the embedded PostgreSQL/);
+      ingest.stdin.end('{"ts":"2026-11-21T07:00:00Z","src_ip":"117.136.0.1","dst_port":3389}\n');
+      expect(await ingestExit, ingestErr).toBe(0);
+      expect(ingestErr).toMatch(/left running: other processes use it/);
+      expect(alive(pgPid)).toBe(true);
+      expect((await fetch(`http://127.0.0.1:${serve.port}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${serve.port}/api/stats`)).status).toBe(200);
 
-    ingest.stdin.end('{"ts":"2026-11-21T07:00:00Z","src_ip":"117.136.0.1","dst_port":3389}\n');
-    expect(await ingestExit, ingestErr).toBe(0);
-    expect(ingestErr).toMatch(/left running: other processes use it/);
-    expect(alive(pgPid)).toBe(true);
-    expect((await fetch(`http://127.0.0.1:${serve.port}/readyz`)).status).toBe(200);
-    expect((await fetch(`http://127.0.0.1:${serve.port}/api/stats`)).status).toBe(200);
-
-    serve.child.kill('SIGTERM');
-    expect(await serve.exited).toBe(0);
-    expect(alive(pgPid)).toBe(false);
-    expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+      expect(alive(pgPid)).toBe(false);
+      expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      ingest.kill('SIGKILL');
+      serve.child.kill('SIGKILL');
+      if (alive(pgPid)) process.kill(pgPid, 'SIGKILL');
+    }
   });
 
   it('migrate on a fresh data dir starts its own database and stops it again', async () => {
