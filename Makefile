@@ -19,7 +19,7 @@ export npm_config_fund := false
 .PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
 
 node_modules/.deps-stamp: package.json package-lock.json
 	npm ci --no-audit --loglevel=error
