@@ -173,19 +173,21 @@ function freshnessHeaders(reply: FastifyReply, visibility: 'public' | 'private',
   reply.header('last-modified', entry.lastModified ?? entry.generatedAt.toUTCString());
 }
 
-/** The headers of a 200 from a cached body as Node's flat [name, value, ...] list, rebuilt once a second. */
+/**
+ * The headers of a 200 from a cached body as Node's flat [name, value, ...] list, rebuilt only when the
+ * entry's age (whole seconds, so Age and max-age are exact for every request) has changed.
+ */
 interface HitHeaders {
-  second: number;
+  age: number;
   visibility: 'public' | 'private';
   list: string[];
 }
 const hitHeaders = new WeakMap<CachedBody, HitHeaders>();
 
-function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs: number): string[] {
-  const second = Math.floor(nowMs / 1000);
-  const known = hitHeaders.get(entry);
-  if (known && known.second === second && known.visibility === visibility) return known.list;
+export function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs: number): string[] {
   const age = Math.max(0, Math.floor((nowMs - entry.generatedAt.getTime()) / 1000));
+  const known = hitHeaders.get(entry);
+  if (known && known.age === age && known.visibility === visibility) return known.list;
   const list = [
     'cache-control', `${visibility}, max-age=${Math.max(0, entry.ttlSeconds - age)}`,
     'age', String(age),
@@ -194,7 +196,7 @@ function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs
     ...Object.entries(entry.headers).flat(),
     'content-length', String(entry.body.length),
   ];
-  hitHeaders.set(entry, { second, visibility, list });
+  hitHeaders.set(entry, { age, visibility, list });
   return list;
 }
 
