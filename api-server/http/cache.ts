@@ -213,13 +213,8 @@ export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: '
     return reply.code(304).send();
   }
   const list = headersOfHit(entry, visibility, Date.now());
-  // Headers set before the handler (RateLimit fields of the limits step) travel along.
-  const earlier = reply.getHeaders();
+  // Node merges these with the RateLimit fields the limits step set on the raw response.
   const raw = reply.raw;
-  for (const name in earlier) {
-    const value = earlier[name];
-    if (value !== undefined) raw.setHeader(name, value);
-  }
   reply.hijack();
   raw.writeHead(200, list);
   raw.end(entry.text ?? entry.body);
