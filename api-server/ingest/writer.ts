@@ -260,7 +260,7 @@ export class EventWriter {
   private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
     await client.query('savepoint direct_copy');
     try {
-      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
+      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, [batch.rows()]);
       await client.query('release savepoint direct_copy');
       return batch.count;
     } catch (err) {
@@ -268,7 +268,7 @@ export class EventWriter {
       // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
       await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
     }
-    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, [batch.rows()]);
     const { rowCount } = await client.query(INSERT_EVENTS);
     return rowCount ?? 0;
   }
