@@ -23,10 +23,12 @@ const TWO_32 = 4_294_967_296;
 const INET4 = [2, 32, 0, 4] as const;
 const INET6 = [3, 128, 0, 16] as const;
 
-/** Value of a hex digit's character code (the id is validated or generated lower-case hex already). */
-function nibble(c: number): number {
-  return c <= 57 ? c - 48 : (c | 32) - 87;
-}
+/** Hex digit character code → its value (ids are validated or generated hex already). */
+const NIBBLE = new Uint8Array(128);
+for (let i = 0; i < 10; i++) NIBBLE[48 + i] = i;
+for (let i = 0; i < 6; i++) NIBBLE[65 + i] = NIBBLE[97 + i] = 10 + i;
+/** Where each byte's two hex digits start in `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`. */
+const UUID_DIGITS = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 export class EventBatch {
   /** Events added (duplicates within the batch included). */
@@ -113,13 +115,12 @@ export class EventBatch {
   private uuid(id: string): void {
     this.int32(16);
     const buf = this.buffer;
-    let at = this.length;
-    for (let i = 0; i < id.length; i++) {
-      const c = id.charCodeAt(i);
-      if (c === 45 /* - */) continue;
-      buf[at++] = (nibble(c) << 4) | nibble(id.charCodeAt(++i));
+    const at = this.length;
+    for (let b = 0; b < 16; b++) {
+      const i = UUID_DIGITS[b] as number;
+      buf[at + b] = ((NIBBLE[id.charCodeAt(i) & 127] as number) << 4) | (NIBBLE[id.charCodeAt(i + 1) & 127] as number);
     }
-    this.length = at;
+    this.length = at + 16;
   }
 
   private inet(address: AttackEvent['src']): void {

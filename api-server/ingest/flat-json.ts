@@ -65,11 +65,31 @@ function skipSpace(line: string, at: number): number {
   return at;
 }
 
+/** The wanted names grouped by length: a key in a line is matched in place, without slicing it into a string. */
+type Wanted = (string[] | undefined)[];
+const compiled = new WeakMap<ReadonlySet<string>, Wanted>();
+
+function compile(wanted: ReadonlySet<string>): Wanted {
+  const byLength: Wanted = [];
+  for (const name of wanted) (byLength[name.length] ??= []).push(name);
+  return byLength;
+}
+
+/** The wanted name spelled by line[from, to), or undefined. */
+function wantedName(byLength: Wanted, line: string, from: number, to: number): string | undefined {
+  const names = byLength[to - from];
+  if (names === undefined) return undefined;
+  for (const name of names) if (line.startsWith(name, from)) return name;
+  return undefined;
+}
+
 /**
  * The fields of `line` named in `wanted`, as JSON.parse would give them, when the line is a flat object of
  * plain values; undefined otherwise (the caller then parses it in full).
  */
 export function readFlatObject(line: string, wanted: ReadonlySet<string>): Record<string, unknown> | undefined {
+  let byLength = compiled.get(wanted);
+  if (byLength === undefined) compiled.set(wanted, (byLength = compile(wanted)));
   const out: Record<string, unknown> = {};
   let i = skipSpace(line, 0);
   if (line.charCodeAt(i) !== OPEN) return undefined;
@@ -79,7 +99,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
     if (line.charCodeAt(i) !== QUOTE) return undefined;
     const keyEnd = plainStringEnd(line, i);
     if (keyEnd < 0) return undefined;
-    const key = line.slice(i + 1, keyEnd - 1);
+    const key = wantedName(byLength, line, i + 1, keyEnd - 1);
     i = skipSpace(line, keyEnd);
     if (line.charCodeAt(i) !== COLON) return undefined;
     i = skipSpace(line, i + 1);
@@ -89,11 +109,11 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
     if (c === QUOTE) {
       end = plainStringEnd(line, i);
       if (end < 0) return undefined;
-      if (wanted.has(key)) value = ownString(line, i + 1, end - 1);
+      if (key !== undefined) value = ownString(line, i + 1, end - 1);
     } else if (c === MINUS || isDigit(c)) {
       end = numberEnd(line, i);
       if (end < 0) return undefined;
-      if (wanted.has(key)) value = Number(line.slice(i, end));
+      if (key !== undefined) value = Number(line.slice(i, end));
     } else if (line.startsWith('true', i)) {
       end = i + 4;
       value = true;
@@ -104,7 +124,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
       end = i + 4;
       value = null;
     } else return undefined;
-    if (wanted.has(key)) out[key] = value;
+    if (key !== undefined) out[key] = value;
     i = skipSpace(line, end);
     const next = line.charCodeAt(i);
     if (next === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;
