@@ -14,13 +14,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Enricher } from '../enrich/enricher.ts';
-import { parseAddress } from '../enrich/address.ts';
+import type { Enricher, Enrichment } from '../enrich/enricher.ts';
+import { parseAddress, type Address } from '../enrich/address.ts';
 import type { Service, Source } from '../../common/vocabulary.ts';
 import { batchOf, EVENT_COLUMNS, type EventBatch } from './batch.ts';
-import { copyNumber, copyText, copyTimestamp } from './copy-text.ts';
+import { BinaryCopyWriter } from './copy-binary.ts';
 import type { Action, AttackEvent } from './event.ts';
-import { hourlyRows, MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
+import { MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
 
@@ -106,29 +106,8 @@ on conflict (ip) do update set
   sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
   sensor_last = case when ${SAME_SENSOR_AGAIN} then array[excluded.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end`;
 
-const iso = (ms: number | null) => (ms === null ? '\\N' : copyTimestamp(ms));
-const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${copyTimestamp(ms)}"`)).join(',')}}`;
-
-function hourlyRow(h: HourlyRow, sensorId: (name: string) => number): string {
-  const sensors = h.sensors.map(sensorId).sort((x, y) => x - y);
-  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${h.ports.join(',')}}\t{${sensors.join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
-}
-
-/** Joins rows into strings of ~32K characters: few writes into the COPY stream, each below V8's large-object size (so they die young). */
-function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<string> {
-  let buf = '';
-  for (const item of items) {
-    buf += row(item);
-    if (buf.length > 32_768) {
-      yield buf;
-      buf = '';
-    }
-  }
-  if (buf) yield buf;
-}
-
-async function copyInto(client: pg.PoolClient, sql: string, rows: Iterable<string | Buffer>): Promise<void> {
-  await pipeline(Readable.from(rows), client.query(copyFrom(sql)));
+async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
+  await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
 }
 
 interface InsertedRow {
@@ -146,38 +125,31 @@ const DAY = 86_400_000;
 const ENRICHED_REMEMBERED = 50_000;
 
 /**
- * The enrichment columns of addresses seen lately, as COPY text: an address recurs in batch after batch, and
- * the lookups (and the strings they make) need doing once per run, not once per batch. Bounded like the Cowrie
- * parser's sessions: when the young generation fills, the old one is dropped whole. The tables do not change
- * while a process runs, so a remembered text is what a fresh lookup would give.
+ * The enrichment of addresses seen lately: an address recurs in batch after batch, and the lookups need doing
+ * once per run, not once per batch. Bounded like the Cowrie parser's sessions: when the young generation
+ * fills, the old one is dropped whole. The tables do not change while a process runs, so a remembered
+ * enrichment is what a fresh lookup would give (its strings are the lookup tables' own, shared).
  */
-class EnrichedColumns {
-  private young = new Map<string, string>();
-  private old = new Map<string, string>();
+class RecentEnrichments {
+  private young = new Map<string, Enrichment>();
+  private old = new Map<string, Enrichment>();
   private readonly enricher: Enricher;
 
   constructor(enricher: Enricher) {
     this.enricher = enricher;
   }
 
-  of(address: AddressRow['address']): string {
+  of(address: AddressRow['address']): Enrichment {
     const key = address.text;
-    let text = this.young.get(key);
-    if (text !== undefined) return text;
-    text = this.old.get(key);
-    if (text === undefined) {
-      const x = this.enricher.enrich(address);
-      text = [
-        copyText(x.country), copyText(x.province), copyText(x.city), copyText(x.carrier), copyText(x.isp),
-        copyNumber(x.asn), copyText(x.asName), x.net, copyText(x.scannerKind), copyText(x.scannerOrg),
-      ].join('\t');
-    }
+    let x = this.young.get(key);
+    if (x !== undefined) return x;
+    x = this.old.get(key) ?? this.enricher.enrich(address);
     if (this.young.size >= ENRICHED_REMEMBERED) {
       this.old = this.young;
       this.young = new Map();
     }
-    this.young.set(key, text);
-    return text;
+    this.young.set(key, x);
+    return x;
   }
 }
 
@@ -188,14 +160,16 @@ export interface BatchResult {
 
 export class EventWriter {
   private readonly pool: pg.Pool;
-  private readonly enriched: EnrichedColumns;
+  private readonly enriched: RecentEnrichments;
+  /** Reusable buffers for the staging COPYs (one per batch being stored). */
+  private readonly spareWriters: BinaryCopyWriter[] = [];
   private readonly prepared = new WeakSet<pg.PoolClient>();
   private readonly sensorIds = new Map<string, number>();
   private readonly ensuredDays = new Set<number>();
 
   constructor(pool: pg.Pool, enricher: Enricher) {
     this.pool = pool;
-    this.enriched = new EnrichedColumns(enricher);
+    this.enriched = new RecentEnrichments(enricher);
   }
 
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
@@ -260,7 +234,7 @@ export class EventWriter {
   private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
     await client.query('savepoint direct_copy');
     try {
-      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, [batch.rows()]);
+      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
       await client.query('release savepoint direct_copy');
       return batch.count;
     } catch (err) {
@@ -268,7 +242,7 @@ export class EventWriter {
       // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
       await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
     }
-    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, [batch.rows()]);
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
     const { rowCount } = await client.query(INSERT_EVENTS);
     return rowCount ?? 0;
   }
@@ -294,16 +268,58 @@ export class EventWriter {
 
   private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
     const sensorId = (name: string) => this.sensorIds.get(name) as number;
-    await copyInto(client, 'copy staging_hourly from stdin', chunks(hourlyRows(rollup), (h) => hourlyRow(h, sensorId)));
-    await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a, sensorId)));
+    const out = this.spareWriters.pop() ?? new BinaryCopyWriter();
+    try {
+      for (const a of rollup.addresses.values()) for (const h of a.hours) hourlyRow(out, h, a.address, sensorId);
+      await copyInto(client, 'copy staging_hourly from stdin with (format binary)', out.stream());
+      out.clear();
+      for (const a of rollup.addresses.values()) addressRow(out, a, sensorId, this.enriched.of(a.address));
+      await copyInto(client, 'copy staging_addresses from stdin with (format binary)', out.stream());
+    } finally {
+      out.clear();
+      this.spareWriters.push(out);
+    }
   }
+}
 
-  private addressRow(a: AddressRow, sensorId: (name: string) => number): string {
-    const sensors = recentSensors(a, sensorId);
-    return [
-      a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
-      iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,
-      isoArray(sensors.map((s) => s[1])), this.enriched.of(a.address),
-    ].join('\t') + '\n';
-  }
+/** A row of staging_hourly. */
+function hourlyRow(out: BinaryCopyWriter, h: HourlyRow, address: Address, sensorId: (name: string) => number): void {
+  out.row(10);
+  out.timestamp(h.hour);
+  out.inet(address);
+  out.int32(h.attacks);
+  out.int32(h.services);
+  out.int16(h.sources);
+  out.int16(h.maxAction);
+  out.int32Array(h.ports);
+  out.int32Array(h.sensors.map(sensorId).sort((x, y) => x - y));
+  out.timestamp(h.firstSeen);
+  out.timestamp(h.lastSeen);
+}
+
+/** A row of staging_addresses. */
+function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: string) => number, x: Enrichment): void {
+  const sensors = recentSensors(a, sensorId);
+  out.row(21);
+  out.inet(a.address);
+  out.timestamp(a.firstSeen);
+  out.timestamp(a.lastSeen);
+  out.timestamp(a.lastHoneypot);
+  out.timestamp(a.lastTelescope);
+  out.timestamp(a.lastInteraction);
+  out.timestamp(a.lastHigh);
+  out.timestamp(a.lastCritical);
+  out.timestampArray(a.serviceLast);
+  out.int32Array(sensors.map((s) => s[0]));
+  out.timestampArray(sensors.map((s) => s[1]));
+  out.text(x.country);
+  out.text(x.province);
+  out.text(x.city);
+  out.text(x.carrier);
+  out.text(x.isp);
+  out.int32(x.asn);
+  out.text(x.asName);
+  out.text(x.net);
+  out.text(x.scannerKind);
+  out.text(x.scannerOrg);
 }
