@@ -85,9 +85,11 @@ function wantedName(byLength: Wanted, line: string, from: number, to: number): s
 
 /**
  * The fields of `line` named in `wanted`, as JSON.parse would give them, when the line is a flat object of
- * plain values; undefined otherwise (the caller then parses it in full).
+ * plain values; undefined otherwise (the caller then parses it in full). String values of the fields in
+ * `kept` (default: all) are copies of their own; the others may be views into the line, for values the caller
+ * drops with the line.
  */
-export function readFlatObject(line: string, wanted: ReadonlySet<string>): Record<string, unknown> | undefined {
+export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: ReadonlySet<string> = wanted): Record<string, unknown> | undefined {
   let byLength = compiled.get(wanted);
   if (byLength === undefined) compiled.set(wanted, (byLength = compile(wanted)));
   const out: Record<string, unknown> = {};
@@ -109,7 +111,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
     if (c === QUOTE) {
       end = plainStringEnd(line, i);
       if (end < 0) return undefined;
-      if (key !== undefined) value = ownString(line, i + 1, end - 1);
+      if (key !== undefined) value = kept.has(key) ? ownString(line, i + 1, end - 1) : line.slice(i + 1, end - 1);
     } else if (c === MINUS || isDigit(c)) {
       end = numberEnd(line, i);
       if (end < 0) return undefined;
