@@ -81,9 +81,9 @@ export function registerIngestCommands(program: Command): void {
     .addHelpText('after', '\nExit status: 0 all lines stored, 1 some lines rejected, 2 nothing stored.')
     .action(async (files: string[], flags: IngestFlags) => {
       const { names, totalBytes } = checkInputs(files);
-      const { log } = commandContext();
+      const { config, log } = commandContext();
       const progress = createProgress({ out: process.stderr, log, totalBytes });
-      const job: IngestJob = { names, format: flags.format, sensor: flags.sensor, batchSize: flags.batchSize, printRejections: MAX_PRINTED_REJECTIONS };
+      const job: IngestJob = { config, names, format: flags.format, sensor: flags.sensor, batchSize: flags.batchSize, printRejections: MAX_PRINTED_REJECTIONS };
       const stats = await runInWorker(job, (m) => {
         if (m.kind === 'progress') progress.update(m.stats);
         else if (m.kind === 'reject') process.stderr.write(`${m.message}\n`);
