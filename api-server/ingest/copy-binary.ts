@@ -53,6 +53,20 @@ export class BinaryCopyWriter {
     return this.buffer.subarray(0, this.length + 2);
   }
 
+  /**
+   * The bytes written since the writer was cleared, as a latin1 string (one character per byte): fields encoded
+   * once and written again with `raw` — a single copy where encoding them anew would take a call per field.
+   */
+  fieldsWritten(): string {
+    return this.buffer.toString('latin1', HEADER.length, this.length);
+  }
+
+  /** Bytes given as a latin1 string (see fieldsWritten). */
+  raw(bytes: string): void {
+    this.reserve(bytes.length);
+    this.length += this.buffer.write(bytes, this.length, 'latin1');
+  }
+
   row(fields: number): void {
     this.reserve(2);
     this.buffer.writeInt16BE(fields, this.length);
@@ -128,6 +142,24 @@ export class BinaryCopyWriter {
       this.int32Raw(4);
       this.int32Raw(v);
     }
+  }
+
+  /** `values` mapped by `id` and sorted ascending, as int4[] (no intermediate arrays for the common one or two). */
+  idArray<T>(values: readonly T[], id: (value: T) => number): void {
+    const n = values.length;
+    if (n > 2) return this.int32Array(values.map(id).sort((x, y) => x - y));
+    if (n === 0) return this.emptyArray(INT4_OID);
+    this.arrayHeader(20 + n * 8, false, INT4_OID, n);
+    let a = id(values[0] as T);
+    if (n === 2) {
+      let b = id(values[1] as T);
+      if (b < a) [a, b] = [b, a];
+      this.int32Raw(4);
+      this.int32Raw(a);
+      a = b;
+    }
+    this.int32Raw(4);
+    this.int32Raw(a);
   }
 
   timestampArray(values: readonly (number | null)[]): void {

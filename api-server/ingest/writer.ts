@@ -125,31 +125,48 @@ const DAY = 86_400_000;
 const ENRICHED_REMEMBERED = 50_000;
 
 /**
- * The enrichment of addresses seen lately: an address recurs in batch after batch, and the lookups need doing
- * once per run, not once per batch. Bounded like the Cowrie parser's sessions: when the young generation
- * fills, the old one is dropped whole. The tables do not change while a process runs, so a remembered
- * enrichment is what a fresh lookup would give (its strings are the lookup tables' own, shared).
+ * The enrichment columns of addresses seen lately, encoded (copy-binary.ts) as a latin1 string: an address
+ * recurs in batch after batch, and the lookups and their encoding need doing once per run, not once per batch.
+ * Bounded like the Cowrie parser's sessions: when the young generation fills, the old one is dropped whole. The
+ * tables do not change while a process runs, so remembered columns are what a fresh lookup would give.
  */
-class RecentEnrichments {
-  private young = new Map<string, Enrichment>();
-  private old = new Map<string, Enrichment>();
+class EnrichedColumns {
+  private young = new Map<string, string>();
+  private old = new Map<string, string>();
   private readonly enricher: Enricher;
+  private readonly scratch = new BinaryCopyWriter(1024);
 
   constructor(enricher: Enricher) {
     this.enricher = enricher;
   }
 
-  of(address: AddressRow['address']): Enrichment {
+  of(address: AddressRow['address']): string {
     const key = address.text;
-    let x = this.young.get(key);
-    if (x !== undefined) return x;
-    x = this.old.get(key) ?? this.enricher.enrich(address);
+    let columns = this.young.get(key);
+    if (columns !== undefined) return columns;
+    columns = this.old.get(key) ?? this.encode(this.enricher.enrich(address));
     if (this.young.size >= ENRICHED_REMEMBERED) {
       this.old = this.young;
       this.young = new Map();
     }
-    this.young.set(key, x);
-    return x;
+    this.young.set(key, columns);
+    return columns;
+  }
+
+  private encode(x: Enrichment): string {
+    const out = this.scratch;
+    out.clear();
+    out.text(x.country);
+    out.text(x.province);
+    out.text(x.city);
+    out.text(x.carrier);
+    out.text(x.isp);
+    out.int32(x.asn);
+    out.text(x.asName);
+    out.text(x.net);
+    out.text(x.scannerKind);
+    out.text(x.scannerOrg);
+    return out.fieldsWritten();
   }
 }
 
@@ -160,7 +177,7 @@ export interface BatchResult {
 
 export class EventWriter {
   private readonly pool: pg.Pool;
-  private readonly enriched: RecentEnrichments;
+  private readonly enriched: EnrichedColumns;
   /** Reusable buffers for the staging COPYs (one per batch being stored). */
   private readonly spareWriters: BinaryCopyWriter[] = [];
   private readonly prepared = new WeakSet<pg.PoolClient>();
@@ -169,7 +186,7 @@ export class EventWriter {
 
   constructor(pool: pg.Pool, enricher: Enricher) {
     this.pool = pool;
-    this.enriched = new RecentEnrichments(enricher);
+    this.enriched = new EnrichedColumns(enricher);
   }
 
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
@@ -292,14 +309,13 @@ function hourlyRow(out: BinaryCopyWriter, h: HourlyRow, address: Address, sensor
   out.int16(h.sources);
   out.int16(h.maxAction);
   out.int32Array(h.ports);
-  out.int32Array(h.sensors.map(sensorId).sort((x, y) => x - y));
+  out.idArray(h.sensors, sensorId);
   out.timestamp(h.firstSeen);
   out.timestamp(h.lastSeen);
 }
 
-/** A row of staging_addresses. */
-function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: string) => number, x: Enrichment): void {
-  const sensors = recentSensors(a, sensorId);
+/** A row of staging_addresses; `enrichment` is its last eleven columns, encoded (EnrichedColumns). */
+function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: string) => number, enrichment: string): void {
   out.row(21);
   out.inet(a.address);
   out.timestamp(a.firstSeen);
@@ -310,16 +326,14 @@ function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: strin
   out.timestamp(a.lastHigh);
   out.timestamp(a.lastCritical);
   out.timestampArray(a.serviceLast);
-  out.int32Array(sensors.map((s) => s[0]));
-  out.timestampArray(sensors.map((s) => s[1]));
-  out.text(x.country);
-  out.text(x.province);
-  out.text(x.city);
-  out.text(x.carrier);
-  out.text(x.isp);
-  out.int32(x.asn);
-  out.text(x.asName);
-  out.text(x.net);
-  out.text(x.scannerKind);
-  out.text(x.scannerOrg);
+  if (a.sensorNames.length === 1) {
+    // The common case: one sensor saw the address in this batch.
+    out.idArray(a.sensorNames, sensorId);
+    out.timestampArray(a.sensorTimes);
+  } else {
+    const sensors = recentSensors(a, sensorId);
+    out.int32Array(sensors.map((s) => s[0]));
+    out.timestampArray(sensors.map((s) => s[1]));
+  }
+  out.raw(enrichment);
 }
