@@ -3,13 +3,17 @@
 //      batch.ts) into two small temporary staging tables — optimistically, as if every event were new;
 //   2. store the events, skipping those already stored (so re-ingesting adds nothing), and count the rows
 //      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` (in the
-//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general way: COPY
-//      into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
-//   3. only inserted rows may count: when some were already stored, the inserted ones are identified by this
+//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general
+//      way: COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
+//   3. take the ingest advisory lock;
+//   4. only inserted rows may count: when some were already stored, the inserted ones are identified by this
 //      transaction's xmin, read back and rolled up again;
-//   4. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
-// Concurrent writers (the CLI and the HTTP route) are serialised by an advisory lock taken after staging, so
-// their upserts never deadlock on each other's rows while one writer's staging overlaps another's inserts.
+//   5. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
+// Concurrent writers (the CLI's two connections, the HTTP route) thus store their events side by side — one
+// batch's events COPY runs while the previous batch upserts its rollup — and upsert one at a time, so their
+// upserts never deadlock on each other's rows. Only writers storing the same new events at the same moment can
+// wait on each other's rows; if that ever closes a cycle, PostgreSQL aborts one of them and it is retried.
+// Missing daily partitions are created before the batch's transaction, in one of their own.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
@@ -23,6 +27,10 @@ import type { Action, AttackEvent } from './event.ts';
 import { MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
+/** Serialises the creation of partitions (a short transaction of its own, holding no other lock). */
+const PARTITION_LOCK = 0x626c6b70; // "blkp"
+/** Attempts at a batch that PostgreSQL aborted to break a deadlock (40P01). */
+const DEADLOCK_ATTEMPTS = 5;
 
 // Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
 // needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
@@ -195,6 +203,16 @@ export class EventWriter {
 
   async writeBatch(batch: EventBatch): Promise<BatchResult> {
     if (batch.count === 0) return { inserted: 0 };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.tryBatch(batch);
+      } catch (err) {
+        if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async tryBatch(batch: EventBatch): Promise<BatchResult> {
     const unknownSensors = [...batch.sensors].filter((name) => !this.sensorIds.has(name));
     const client = await this.pool.connect();
     let failure: Error | undefined;
@@ -204,15 +222,16 @@ export class EventWriter {
         this.prepared.add(client);
       }
       if (unknownSensors.length) await this.resolveSensors(client, unknownSensors);
+      await this.ensurePartitions(client, batch.days);
       await client.query('begin');
       try {
-        // Staging needs no lock (temporary tables are per session), so a second writer's staging overlaps
-        // with this one's inserts. The rollup is staged optimistically, as if the whole batch were new.
+        // Staging and the events COPY need no lock (temporary tables are per session; other writers' events
+        // are other rows), so they overlap with another writer's upsert. The rollup is staged optimistically,
+        // as if the whole batch were new.
         await this.stageRollup(client, batch.rollup);
-        await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
-        await this.ensurePartitions(client, batch.days);
         const inserted = await this.insertEvents(client, batch);
         if (inserted > 0) {
+          await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
           if (inserted < batch.count) {
             await client.query('truncate staging_hourly, staging_addresses');
             await this.stageRollup(client, rollUp(await this.insertedByUs(client)));
@@ -235,15 +254,24 @@ export class EventWriter {
   }
 
   /**
-   * Creates missing daily partitions. Days this writer already ensured are skipped unless they are old enough
-   * for retention to have dropped them since.
+   * Creates missing daily partitions, in a transaction of its own that holds only the partition lock (so it
+   * waits for writers inserting into `events` without any of them waiting for it). Days this writer already
+   * ensured are skipped unless they are old enough for retention to have dropped them since.
    */
   private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
     const recent = Math.floor(Date.now() / DAY) - 25;
     const needed = [...days].filter((d) => d < recent || !this.ensuredDays.has(d));
     if (!needed.length) return;
     const dayList = needed.map((d) => new Date(d * DAY).toISOString().slice(0, 10));
-    await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+    await client.query('begin');
+    try {
+      await client.query('select pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
+      await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    }
     for (const d of needed) if (d >= recent) this.ensuredDays.add(d);
   }
 
