@@ -65,18 +65,29 @@ function skipSpace(line: string, at: number): number {
   return at;
 }
 
-/** The wanted names grouped by length: a key in a line is matched in place, without slicing it into a string. */
-type Wanted = (string[] | undefined)[];
+interface Wanted {
+  /** The wanted names grouped by length: a key in a line is matched in place, without slicing it into a string. */
+  byLength: (string[] | undefined)[];
+  /**
+   * Every wanted name, undefined: each result starts as a copy of it, so that all results share one shape and
+   * the caller's reads of their fields stay monomorphic (lines list their fields in varying orders).
+   */
+  template: Record<string, unknown>;
+}
 const compiled = new WeakMap<ReadonlySet<string>, Wanted>();
 
 function compile(wanted: ReadonlySet<string>): Wanted {
-  const byLength: Wanted = [];
-  for (const name of wanted) (byLength[name.length] ??= []).push(name);
-  return byLength;
+  const byLength: Wanted['byLength'] = [];
+  const template: Record<string, unknown> = {};
+  for (const name of wanted) {
+    (byLength[name.length] ??= []).push(name);
+    template[name] = undefined;
+  }
+  return { byLength, template };
 }
 
 /** The wanted name spelled by line[from, to), or undefined. */
-function wantedName(byLength: Wanted, line: string, from: number, to: number): string | undefined {
+function wantedName(byLength: Wanted['byLength'], line: string, from: number, to: number): string | undefined {
   const names = byLength[to - from];
   if (names === undefined) return undefined;
   for (const name of names) if (line.startsWith(name, from)) return name;
@@ -85,14 +96,15 @@ function wantedName(byLength: Wanted, line: string, from: number, to: number): s
 
 /**
  * The fields of `line` named in `wanted`, as JSON.parse would give them, when the line is a flat object of
- * plain values; undefined otherwise (the caller then parses it in full). String values of the fields in
- * `kept` (default: all) are copies of their own; the others may be views into the line, for values the caller
- * drops with the line.
+ * plain values; undefined otherwise (the caller then parses it in full). A wanted field the line lacks is
+ * present and undefined. String values of the fields in `kept` (default: all) are copies of their own; the
+ * others may be views into the line, for values the caller drops with the line.
  */
 export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: ReadonlySet<string> = wanted): Record<string, unknown> | undefined {
-  let byLength = compiled.get(wanted);
-  if (byLength === undefined) compiled.set(wanted, (byLength = compile(wanted)));
-  const out: Record<string, unknown> = {};
+  let compiledWanted = compiled.get(wanted);
+  if (compiledWanted === undefined) compiled.set(wanted, (compiledWanted = compile(wanted)));
+  const { byLength, template } = compiledWanted;
+  const out: Record<string, unknown> = { ...template };
   let i = skipSpace(line, 0);
   if (line.charCodeAt(i) !== OPEN) return undefined;
   i = skipSpace(line, i + 1);
