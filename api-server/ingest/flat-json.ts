@@ -17,10 +17,18 @@ const NINE = 57;
 const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
 const isDigit = (c: number) => c >= ZERO && c <= NINE;
 
-/** End (exclusive, past the closing quote) of the plain string starting at `at` (a quote), or -1. */
-function plainStringEnd(line: string, at: number): number {
+/** Characters that end the fast path inside a string (escapes, control characters). */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const UNUSUAL = /[\u0000-\u001f\\]/;
+
+/**
+ * End (exclusive, past the closing quote) of the plain string starting at `at` (a quote), or -1. `clean`: the
+ * line has no backslash or control character at all (one native scan per line), so no string needs checking.
+ */
+function plainStringEnd(line: string, at: number, clean: boolean): number {
   const close = line.indexOf('"', at + 1);
   if (close < 0) return -1;
+  if (clean) return close + 1;
   for (let i = at + 1; i < close; i++) {
     const c = line.charCodeAt(i);
     if (c < 32 || c === BACKSLASH) return -1;
@@ -105,13 +113,14 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: 
   if (compiledWanted === undefined) compiled.set(wanted, (compiledWanted = compile(wanted)));
   const { byLength, template } = compiledWanted;
   const out: Record<string, unknown> = { ...template };
+  const clean = !UNUSUAL.test(line);
   let i = skipSpace(line, 0);
   if (line.charCodeAt(i) !== OPEN) return undefined;
   i = skipSpace(line, i + 1);
   if (line.charCodeAt(i) === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;
   for (;;) {
     if (line.charCodeAt(i) !== QUOTE) return undefined;
-    const keyEnd = plainStringEnd(line, i);
+    const keyEnd = plainStringEnd(line, i, clean);
     if (keyEnd < 0) return undefined;
     const key = wantedName(byLength, line, i + 1, keyEnd - 1);
     i = skipSpace(line, keyEnd);
@@ -121,7 +130,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: 
     let end: number;
     let value: unknown;
     if (c === QUOTE) {
-      end = plainStringEnd(line, i);
+      end = plainStringEnd(line, i, clean);
       if (end < 0) return undefined;
       if (key !== undefined) value = kept.has(key) ? ownString(line, i + 1, end - 1) : line.slice(i + 1, end - 1);
     } else if (c === MINUS || isDigit(c)) {
