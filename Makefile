@@ -16,10 +16,10 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart e2e-kind
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
 
 node_modules/.deps-stamp: package.json package-lock.json
 	npm ci --no-audit --loglevel=error
@@ -99,6 +99,9 @@ chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ co
 
 test-chart: deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
 	npx vitest run --project chart
+
+test-e2e: deps k8s-bin ## e2e tier: control plane, api-server, controller and a real Prometheus (needs prometheus)
+	npx vitest run --project e2e
 
 e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)
 	test/kind/e2e.sh

@@ -40,6 +40,19 @@ export default defineConfig({
         },
       },
       {
+        // Observability end to end: the test starts a control plane of its own, the api-server, the controller
+        // and Prometheus as real processes; alone, after every other project (groupOrder), to keep its
+        // 1-second scrapes and alert windows free of the other tiers' load.
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          sequence: { groupOrder: 2 },
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 240_000,
+        },
+      },
+      {
         // helm lint/template and promtool on the chart; no cluster (the install lives in the k8s tier)
         test: { name: 'chart', include: ['test/chart/**/*.test.ts'], testTimeout: 60_000 },
       },

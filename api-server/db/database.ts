@@ -9,7 +9,7 @@ export interface Database {
   /** The URL the pool connects to (contains a password: never log it). */
   readonly url: string;
   readonly embedded?: EmbeddedServer;
-  /** Closes the pool, then stops the embedded server if this process started it. */
+  /** Closes the pool, then stops the embedded server unless other processes still use it. */
   close(): Promise<void>;
 }
 
@@ -49,7 +49,7 @@ export async function openDatabase({ config, log, applicationName = 'blockfeed',
     close: () =>
       (closing ??= (async () => {
         await pool.end();
-        await embedded?.stop();
+        await embedded?.release();
       })()),
   };
 }

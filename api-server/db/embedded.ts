@@ -4,10 +4,13 @@
 // shutdown short.
 //
 // One data directory has at most one server. A process that finds a live server on the directory (via
-// PostgreSQL's own postmaster.pid) reuses it; only the process that started a server stops it.
+// PostgreSQL's own postmaster.pid) reuses it. The last process out stops it: a short CLI command that
+// started the server while `serve` came to use it leaves it running for serve, which stops it on exit.
+// The server is started in its own process group with its log in <data dir>/postgres.log, so that it can
+// outlive the process that started it and a Ctrl-C meant for that process does not reach it.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { chmod, chown, mkdir, readFile, writeFile, access, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, userInfo } from 'node:os';
@@ -49,10 +52,16 @@ export interface EmbeddedServer {
   /** Connection URL for the `postgres` maintenance database; swap the path for others. */
   readonly url: string;
   readonly port: number;
-  /** True when this process started the server (and so stops it). */
+  /** True when this process started the server. */
   readonly owned: boolean;
+  /** This process is done with the server: stops it unless other processes still have connections open. */
+  release(): Promise<void>;
+  /** Stops the server this process started, whoever else uses it (throwaway test clusters). */
   stop(): Promise<void>;
 }
+
+/** application_name of the connection that asks whether others still use the server; not counted as a user. */
+const RELEASE_PROBE = 'blockfeed-embedded-release';
 
 const RUN_AS = 'postgres';
 
@@ -128,8 +137,12 @@ function alive(pid: number): boolean {
   }
 }
 
+function clientOptions(info: ServerInfo): pg.ClientConfig {
+  return { host: '127.0.0.1', port: info.port, user: info.user, password: info.password, database: 'postgres', connectionTimeoutMillis: 2000 };
+}
+
 async function canConnect(info: ServerInfo): Promise<boolean> {
-  const client = new pg.Client({ host: '127.0.0.1', port: info.port, user: info.user, password: info.password, database: 'postgres', connectionTimeoutMillis: 2000 });
+  const client = new pg.Client(clientOptions(info));
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -189,7 +202,7 @@ function run(cmd: string, args: string[], owner: { uid: number; gid: number } | 
 }
 
 /** Starts the server and resolves once it accepts connections; rejects if it exits first. */
-async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>, log: Logger): Promise<ChildProcess> {
+async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>): Promise<ChildProcess> {
   const { postgres } = await binaries();
   const conf: Record<string, string> = {
     listen_addresses: '127.0.0.1',
@@ -198,17 +211,24 @@ async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number
     ...settings,
   };
   const args = ['-D', clusterDir, '-p', String(info.port), ...Object.entries(conf).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-  const child = spawn(postgres, args, { ...owner, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
-  let tail = '';
+  // The log goes to a file rather than a pipe: the server may outlive this process (see the top of the file).
+  const logFile = path.join(path.dirname(clusterDir), 'postgres.log');
+  const logFd = openSync(logFile, 'a', 0o600);
+  const logStart = fstatSync(logFd).size;
+  let child: ChildProcess;
+  try {
+    child = spawn(postgres, args, { ...owner, detached: true, stdio: ['ignore', 'ignore', logFd], env: { ...process.env, LC_ALL: 'C' } });
+  } finally {
+    closeSync(logFd);
+  }
   let exitError: Error | undefined;
-  child.stderr?.on('data', (d: Buffer) => {
-    const text = d.toString();
-    tail = (tail + text).slice(-2000);
-    for (const line of text.split('\n')) if (line.trim()) log.debug({ postgres: line }, 'postgres');
-  });
+  const logTail = () => {
+    const text = readFileSync(logFile, 'utf8').slice(logStart).trim();
+    return text.split('\n').slice(-2).join(' | ');
+  };
   child.once('error', (err) => (exitError = err));
   child.once('exit', (code) => {
-    exitError ??= new Error(`postgres exited (${code}): ${tail.trim().split('\n').slice(-2).join(' | ')}`);
+    exitError ??= new Error(`postgres exited (${code}): ${logTail()}`);
   });
   for (;;) {
     if (exitError) throw exitError;
@@ -219,20 +239,60 @@ async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number
   return child;
 }
 
-function stopper(child: ChildProcess, log: Logger): () => Promise<void> {
+/** Asks PostgreSQL to stop ("fast" shutdown: roll back open transactions, checkpoint, exit) and waits until it has. */
+async function shutdown(pid: number, log: Logger): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // already gone
+  }
+  const deadline = Date.now() + 30_000;
+  while (alive(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      break;
+    }
+    await sleep(25);
+  }
+  log.info('embedded PostgreSQL stopped');
+}
+
+/** Client connections of other processes (each process closes its own pool before it releases the server). */
+async function otherUsers(info: ServerInfo): Promise<number> {
+  const client = new pg.Client({ ...clientOptions(info), application_name: RELEASE_PROBE });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity
+        where backend_type = 'client backend' and pid <> pg_backend_pid() and application_name <> $1`,
+      [RELEASE_PROBE],
+    );
+    return rows[0]!.n;
+  } catch {
+    return 0; // not answering: nobody can be using it
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function handle(info: ServerInfo, pid: number, owned: boolean, log: Logger): EmbeddedServer {
   let stopping: Promise<void> | undefined;
-  return () =>
-    (stopping ??= new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        log.info('embedded PostgreSQL stopped');
-        resolve();
-      });
-      // SIGINT = PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
-      child.kill('SIGINT');
-    }));
+  const stop = () => (stopping ??= shutdown(pid, log));
+  return {
+    url: urlOf(info),
+    port: info.port,
+    owned,
+    stop: async () => {
+      if (owned) await stop();
+    },
+    release: async () => {
+      if (!alive(pid)) return;
+      const others = await otherUsers(info);
+      if (others === 0) return stop();
+      log.info({ postgresPid: pid, connections: others }, 'embedded PostgreSQL left running: other processes use it, the last one out stops it');
+    },
+  };
 }
 
 /**
@@ -255,7 +315,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {} }: Embedd
       for (let i = 0; i < 600 && alive(running.pid); i++) {
         if (await canConnect(shared)) {
           log.info({ port: shared.port, pid: running.pid }, 'reusing the embedded PostgreSQL already running on this data dir');
-          return { url: urlOf(shared), port: shared.port, owned: false, stop: async () => undefined };
+          return handle(shared, running.pid, false, log);
         }
         await sleep(100);
       }
@@ -279,9 +339,11 @@ export async function startEmbedded({ dataDir: dir, log, settings = {} }: Embedd
 
     const started = Date.now();
     try {
-      const child = await launch(clusterDir, info, owner, settings, log);
+      const child = await launch(clusterDir, info, owner, settings);
+      // Not waited for by this process's event loop: the server may be left running for others.
+      child.unref();
       log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
-      return { url: urlOf(info), port: info.port, owned: true, stop: stopper(child, log) };
+      return handle(info, child.pid!, true, log);
     } catch (err) {
       // Lost a race with another process starting the same cluster: go round and reuse theirs.
       if (attempt < 3 && readPostmasterPid(clusterDir)) {

@@ -6,7 +6,7 @@ import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../.
 import { ALL_ON } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';
 
-const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule']);
+const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']);
 
 const kindsOf = (objs: K8sObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`).sort();
 const find = (objs: K8sObject[], kind: string, name: string) => {

@@ -18,5 +18,5 @@ export const ALL_ON = {
     topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'api-server' } } }],
   },
   controller: { replicas: 2, clusterCidrs: ['10.244.0.0/16', '10.96.0.0/12', 'fd00:10:96::/112'], concurrency: 8, watchNamespace: 'subscriptions', extraArgs: ['--example'] },
-  metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } }, prometheusRule: { enabled: true, labels: { release: 'prom' } } },
+  metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } }, prometheusRule: { enabled: true, labels: { release: 'prom' } }, grafanaDashboard: { enabled: true, labels: { release: 'prom' } } },
 };

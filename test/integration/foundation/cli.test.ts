@@ -1,9 +1,10 @@
 // The CLI as users run it: real processes, real embedded PostgreSQL on a temporary data dir.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, runCli, startServe, tempDataDir } from '../../support/cli.ts';
+import { BLOCKFEED, cliEnv, freePort, runCli, startServe, tempDataDir } from '../../support/cli.ts';
 
 function postmasterPid(dataDir: string): number {
   return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -57,6 +58,42 @@ describe('blockfeed CLI', () => {
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
     expect(alive(pgPid)).toBe(false);
+  });
+
+  it('a server started by a short command stays up while serve uses it; serve, last out, stops it', async () => {
+    const dataDir = await tempDataDir();
+    // `ingest -` starts the embedded server and holds it while its stdin is open.
+    const ingest = spawn(BLOCKFEED, ['ingest', '--format', 'native', '--sensor', 'hp-1', '-'], { env: cliEnv({ BLOCKFEED_DATA_DIR: dataDir }) });
+    let ingestErr = '';
+    ingest.stderr.on('data', (d: Buffer) => (ingestErr += d.toString()));
+    const ingestExit = new Promise<number | null>((resolve) => ingest.once('exit', resolve));
+    while (!/embedded PostgreSQL started/.test(ingestErr)) {
+      if (ingest.exitCode !== null) throw new Error(`ingest exited early: ${ingestErr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const pgPid = postmasterPid(dataDir);
+    const serve = await startServe({ BLOCKFEED_DATA_DIR: dataDir }).catch((err: unknown) => {
+      ingest.kill('SIGKILL');
+      throw err;
+    });
+    try {
+      expect(serve.output()).toMatch(/reusing the embedded PostgreSQL/);
+      ingest.stdin.end('{"ts":"2026-11-21T07:00:00Z","src_ip":"117.136.0.1","dst_port":3389}\n');
+      expect(await ingestExit, ingestErr).toBe(0);
+      expect(ingestErr).toMatch(/left running: other processes use it/);
+      expect(alive(pgPid)).toBe(true);
+      expect((await fetch(`http://127.0.0.1:${serve.port}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${serve.port}/api/stats`)).status).toBe(200);
+
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+      expect(alive(pgPid)).toBe(false);
+      expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      ingest.kill('SIGKILL');
+      serve.child.kill('SIGKILL');
+      if (alive(pgPid)) process.kill(pgPid, 'SIGKILL');
+    }
   });
 
   it('migrate on a fresh data dir starts its own database and stops it again', async () => {
