@@ -81,6 +81,14 @@ function fastIsoUtc(t: string): number {
 }
 
 // Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
+/** `YYYY-MM-DD…` names a day that exists (Date.parse would roll 2026-02-31 over into March). */
+function isCalendarDate(text: string): boolean {
+  const year = Number(text.slice(0, 4));
+  const month = Number(text.slice(5, 7));
+  const day = Number(text.slice(8, 10));
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
 const EARLIEST = Date.UTC(2000, 0, 1);
 const MAX_TEXT = 4096;
 
@@ -107,7 +115,7 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
       if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';
       // Date.parse wants at most millisecond precision.
       text = text.replace(/(\.\d{3})\d+/, '$1');
-      ms = /^\d{4}-\d\d-\d\dT/.test(text) ? Date.parse(text) : NaN;
+      ms = /^\d{4}-\d\d-\d\dT/.test(text) && isCalendarDate(text) ? Date.parse(text) : NaN;
     }
   } else throw new FieldError(`${field} is missing`);
   if (!Number.isFinite(ms)) throw new FieldError(`${field} ${JSON.stringify(value)} is not an ISO 8601 time`);
