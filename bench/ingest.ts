@@ -48,13 +48,44 @@ async function writeLines(file: string, lines: Iterable<string>): Promise<void> 
   );
 }
 
-/** Peak RSS (VmHWM, kB) of a running process, polled; VmHWM only grows, so the last reading is the peak. */
-function watchPeakRss(pid: number): () => number {
-  let peak = 0;
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s); with
+ * `reapedChildren`, also those of its children that have exited.
+ */
+function cpuSeconds(pid: number, reapedChildren = false): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  // After the command: state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based, as proc(5) counts).
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (reapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / 100;
+}
+
+/** CPU seconds used so far by the embedded PostgreSQL: the postmaster, its live processes and those gone. */
+function serverCpuSeconds(clusterDir: string): number {
+  const pid = Number(readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  let total = cpuSeconds(pid, true);
+  for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')) {
+    try {
+      if (child) total += cpuSeconds(Number(child));
+    } catch {
+      /* exited meanwhile (and counted with the postmaster's reaped children from now on) */
+    }
+  }
+  return total;
+}
+
+/**
+ * Peak RSS (VmHWM, kB) and CPU seconds of a running process, polled every 50 ms; both only grow, so the last
+ * readings are the figures (the CPU one misses at most the last 50 ms). The CPU time tells the figures of a
+ * run on a busy machine apart from the code's own cost.
+ */
+function watchProcess(pid: number): () => { peakKb: number; cpu: number } {
+  let peakKb = 0;
+  let cpu = 0;
   const read = () => {
     try {
       const m = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) peak = Math.max(peak, Number(m[1]));
+      if (m) peakKb = Math.max(peakKb, Number(m[1]));
+      cpu = Math.max(cpu, cpuSeconds(pid));
     } catch {
       /* exited */
     }
@@ -62,7 +93,7 @@ function watchPeakRss(pid: number): () => number {
   const timer = setInterval(read, 50);
   return () => {
     clearInterval(timer);
-    return peak;
+    return { peakKb, cpu };
   };
 }
 
@@ -103,26 +134,31 @@ try {
   // Baseline: PostgreSQL's COPY of the same rows into a bare table (same columns, no keys, no indexes).
   await pool.query(`create table bench_bare (ts timestamptz, id uuid, src_ip inet, dst_port integer, service text, proto text,
     source text, sensor text, action smallint, username text, command text)`);
+  const clusterDir = path.join(dir, 'pg', 'pg');
   const client = await pool.connect();
+  const copyCpuBefore = server ? serverCpuSeconds(clusterDir) : NaN;
   const t0 = performance.now();
   await pipeline(createReadStream(rowsFile, { highWaterMark: 1 << 20 }), client.query(copyFrom('copy bench_bare from stdin')));
   const copySeconds = (performance.now() - t0) / 1000;
+  const copyCpu = server ? serverCpuSeconds(clusterDir) - copyCpuBefore : NaN;
   client.release();
   await pool.query('drop table bench_bare');
   await pool.query('checkpoint');
 
   // The pipeline: the real CLI, as a user runs it.
+  const serverCpuBefore = server ? serverCpuSeconds(clusterDir) : NaN;
   const t1 = performance.now();
   const child = spawn(process.execPath, [CLI, 'ingest', logFile, '--format', 'cowrie', ...BATCH], {
     env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const stopWatching = watchPeakRss(child.pid as number);
+  const stopWatching = watchProcess(child.pid as number);
   let stdout = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   const ingestSeconds = (performance.now() - t1) / 1000;
-  const peakKb = stopWatching();
+  const { peakKb, cpu } = stopWatching();
+  const serverCpu = server ? serverCpuSeconds(clusterDir) - serverCpuBefore : NaN;
   if (code !== 0) throw new Error(`ingest exited ${code}: ${stdout}`);
   const { rows } = await pool.query<{ events: number; hourly: number; addresses: number }>(
     'select (select count(*)::int from events) as events, (select count(*)::int from ip_hourly) as hourly, (select count(*)::int from addresses) as addresses',
@@ -135,8 +171,9 @@ try {
   process.stdout.write(
     [
       `events:                 ${fmt(EVENTS)} (stored ${fmt(rows[0]?.events ?? 0)}; ${fmt(rows[0]?.hourly ?? 0)} hourly rows, ${fmt(rows[0]?.addresses ?? 0)} addresses)`,
-      `baseline COPY (bare):   ${copySeconds.toFixed(2)} s  ${fmt(copyRate)} rows/s`,
-      `blockfeed ingest:       ${ingestSeconds.toFixed(2)} s  ${fmt(ingestRate)} events/s  (process start to exit)`,
+      `baseline COPY (bare):   ${copySeconds.toFixed(2)} s  ${fmt(copyRate)} rows/s${server ? `  (${copyCpu.toFixed(1)} s of PostgreSQL's CPU)` : ''}`,
+      `blockfeed ingest:       ${ingestSeconds.toFixed(2)} s  ${fmt(ingestRate)} events/s  (process start to exit; ${cpu.toFixed(1)} s of CPU in the process)`,
+      ...(server ? [`  PostgreSQL's CPU:      ${serverCpu.toFixed(1)} s during the ingest`] : []),
       `ratio ingest / COPY:    ${(ingestRate / copyRate).toFixed(2)}  (target >= 0.50)`,
       `ingest peak RSS:        ${(peakKb / 1024).toFixed(0)} MB  (target <= 300 MB)`,
       '',

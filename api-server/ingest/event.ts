@@ -44,6 +44,11 @@ export function eventId(e: Omit<AttackEvent, 'id'>): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
 /**
  * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits, without the
  * regular expressions and Date.parse of the general path. NaN when the text has any other shape.
@@ -70,12 +75,20 @@ function fastIsoUtc(t: string): number {
   const minute = two(14);
   const second = two(17);
   if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
-  const value = Date.UTC(year, month - 1, day, hour, minute, second, ms);
-  // Date.UTC rolls 31 February over into March; the general path refuses it.
-  return new Date(value).getUTCDate() === day ? value : NaN;
+  // Date.UTC would roll 31 February over into March: such text is left to the general path.
+  if (day > 28 && day > daysInMonth(year, month)) return NaN;
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
 // Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
+/** `YYYY-MM-DD…` names a day that exists (Date.parse would roll 2026-02-31 over into March). */
+function isCalendarDate(text: string): boolean {
+  const year = Number(text.slice(0, 4));
+  const month = Number(text.slice(5, 7));
+  const day = Number(text.slice(8, 10));
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
 const EARLIEST = Date.UTC(2000, 0, 1);
 const MAX_TEXT = 4096;
 
@@ -102,7 +115,7 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
       if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';
       // Date.parse wants at most millisecond precision.
       text = text.replace(/(\.\d{3})\d+/, '$1');
-      ms = /^\d{4}-\d\d-\d\dT/.test(text) ? Date.parse(text) : NaN;
+      ms = /^\d{4}-\d\d-\d\dT/.test(text) && isCalendarDate(text) ? Date.parse(text) : NaN;
     }
   } else throw new FieldError(`${field} is missing`);
   if (!Number.isFinite(ms)) throw new FieldError(`${field} ${JSON.stringify(value)} is not an ISO 8601 time`);
@@ -152,9 +165,17 @@ export function serviceFor(service: unknown, port: number | null, field: string)
 export function withId(e: Omit<AttackEvent, 'id'>, givenId?: unknown): AttackEvent {
   if (givenId !== undefined && givenId !== null) {
     if (typeof givenId !== 'string' || !UUID.test(givenId)) throw new FieldError(`id ${JSON.stringify(givenId)} is not a uuid`);
-    return { ...e, id: givenId.toLowerCase() };
+    return complete(e, givenId.toLowerCase());
   }
-  return { ...e, id: eventId(e) };
+  return complete(e, eventId(e));
+}
+
+/** The event with its id, built field by field (one object shape for every event, unlike a spread). */
+function complete(e: Omit<AttackEvent, 'id'>, id: string): AttackEvent {
+  return {
+    ts: e.ts, id, src: e.src, dstPort: e.dstPort, service: e.service, proto: e.proto, source: e.source, sensor: e.sensor,
+    action: e.action, username: e.username, command: e.command,
+  };
 }
 
 /** Runs a field-level parse, turning FieldError and JSON errors into a line error. */

@@ -17,10 +17,18 @@ const NINE = 57;
 const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
 const isDigit = (c: number) => c >= ZERO && c <= NINE;
 
-/** End (exclusive, past the closing quote) of the plain string starting at `at` (a quote), or -1. */
-function plainStringEnd(line: string, at: number): number {
+/** Characters that end the fast path inside a string (escapes, control characters). */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const UNUSUAL = /[\u0000-\u001f\\]/;
+
+/**
+ * End (exclusive, past the closing quote) of the plain string starting at `at` (a quote), or -1. `clean`: the
+ * line has no backslash or control character at all (one native scan per line), so no string needs checking.
+ */
+function plainStringEnd(line: string, at: number, clean: boolean): number {
   const close = line.indexOf('"', at + 1);
   if (close < 0) return -1;
+  if (clean) return close + 1;
   for (let i = at + 1; i < close; i++) {
     const c = line.charCodeAt(i);
     if (c < 32 || c === BACKSLASH) return -1;
@@ -65,21 +73,56 @@ function skipSpace(line: string, at: number): number {
   return at;
 }
 
+interface Wanted {
+  /** The wanted names grouped by length: a key in a line is matched in place, without slicing it into a string. */
+  byLength: (string[] | undefined)[];
+  /**
+   * Every wanted name, undefined: each result starts as a copy of it, so that all results share one shape and
+   * the caller's reads of their fields stay monomorphic (lines list their fields in varying orders).
+   */
+  template: Record<string, unknown>;
+}
+const compiled = new WeakMap<ReadonlySet<string>, Wanted>();
+
+function compile(wanted: ReadonlySet<string>): Wanted {
+  const byLength: Wanted['byLength'] = [];
+  const template: Record<string, unknown> = {};
+  for (const name of wanted) {
+    (byLength[name.length] ??= []).push(name);
+    template[name] = undefined;
+  }
+  return { byLength, template };
+}
+
+/** The wanted name spelled by line[from, to), or undefined. */
+function wantedName(byLength: Wanted['byLength'], line: string, from: number, to: number): string | undefined {
+  const names = byLength[to - from];
+  if (names === undefined) return undefined;
+  for (const name of names) if (line.startsWith(name, from)) return name;
+  return undefined;
+}
+
 /**
  * The fields of `line` named in `wanted`, as JSON.parse would give them, when the line is a flat object of
- * plain values; undefined otherwise (the caller then parses it in full).
+ * plain values; undefined otherwise (the caller then parses it in full). A wanted field the line lacks is
+ * present and undefined. String values of the fields in `kept` (default: all) are copies of their own; the
+ * others may be views into the line, for values the caller drops with the line.
  */
-export function readFlatObject(line: string, wanted: ReadonlySet<string>): Record<string, unknown> | undefined {
-  const out: Record<string, unknown> = {};
+export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: ReadonlySet<string> = wanted): Record<string, unknown> | undefined {
+  let compiledWanted = compiled.get(wanted);
+  if (compiledWanted === undefined) compiled.set(wanted, (compiledWanted = compile(wanted)));
+  const { byLength, template } = compiledWanted;
+  const out: Record<string, unknown> = { ...template };
+  const clean = !UNUSUAL.test(line);
   let i = skipSpace(line, 0);
   if (line.charCodeAt(i) !== OPEN) return undefined;
   i = skipSpace(line, i + 1);
   if (line.charCodeAt(i) === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;
   for (;;) {
     if (line.charCodeAt(i) !== QUOTE) return undefined;
-    const keyEnd = plainStringEnd(line, i);
+    const keyEnd = plainStringEnd(line, i, clean);
     if (keyEnd < 0) return undefined;
-    const key = line.slice(i + 1, keyEnd - 1);
+    const key = wantedName(byLength, line, i + 1, keyEnd - 1);
     i = skipSpace(line, keyEnd);
     if (line.charCodeAt(i) !== COLON) return undefined;
     i = skipSpace(line, i + 1);
@@ -87,13 +130,13 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
     let end: number;
     let value: unknown;
     if (c === QUOTE) {
-      end = plainStringEnd(line, i);
+      end = plainStringEnd(line, i, clean);
       if (end < 0) return undefined;
-      if (wanted.has(key)) value = ownString(line, i + 1, end - 1);
+      if (key !== undefined) value = kept.has(key) ? ownString(line, i + 1, end - 1) : line.slice(i + 1, end - 1);
     } else if (c === MINUS || isDigit(c)) {
       end = numberEnd(line, i);
       if (end < 0) return undefined;
-      if (wanted.has(key)) value = Number(line.slice(i, end));
+      if (key !== undefined) value = Number(line.slice(i, end));
     } else if (line.startsWith('true', i)) {
       end = i + 4;
       value = true;
@@ -104,7 +147,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>): Recor
       end = i + 4;
       value = null;
     } else return undefined;
-    if (wanted.has(key)) out[key] = value;
+    if (key !== undefined) out[key] = value;
     i = skipSpace(line, end);
     const next = line.charCodeAt(i);
     if (next === CLOSE) return skipSpace(line, i + 1) === line.length ? out : undefined;

@@ -3,26 +3,34 @@
 //      batch.ts) into two small temporary staging tables — optimistically, as if every event were new;
 //   2. store the events, skipping those already stored (so re-ingesting adds nothing), and count the rows
 //      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` (in the
-//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general way: COPY
-//      into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
-//   3. only inserted rows may count: when some were already stored, the inserted ones are identified by this
+//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general
+//      way: COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
+//   3. take the ingest advisory lock;
+//   4. only inserted rows may count: when some were already stored, the inserted ones are identified by this
 //      transaction's xmin, read back and rolled up again;
-//   4. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
-// Concurrent writers (the CLI and the HTTP route) are serialised by an advisory lock taken after staging, so
-// their upserts never deadlock on each other's rows while one writer's staging overlaps another's inserts.
+//   5. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
+// Concurrent writers (the CLI's two connections, the HTTP route) thus store their events side by side — one
+// batch's events COPY runs while the previous batch upserts its rollup — and upsert one at a time, so their
+// upserts never deadlock on each other's rows. Only writers storing the same new events at the same moment can
+// wait on each other's rows; if that ever closes a cycle, PostgreSQL aborts one of them and it is retried.
+// Missing daily partitions are created before the batch's transaction, in one of their own.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Enricher } from '../enrich/enricher.ts';
-import { parseAddress } from '../enrich/address.ts';
+import type { Enricher, Enrichment } from '../enrich/enricher.ts';
+import { parseAddress, type Address } from '../enrich/address.ts';
 import type { Service, Source } from '../../common/vocabulary.ts';
 import { batchOf, EVENT_COLUMNS, type EventBatch } from './batch.ts';
-import { copyNumber, copyText, copyTimestamp } from './copy-text.ts';
+import { BinaryCopyWriter } from './copy-binary.ts';
 import type { Action, AttackEvent } from './event.ts';
-import { hourlyRows, MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
+import { MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
 
 const INGEST_LOCK = 0x626c6b66; // "blkf"
+/** Serialises the creation of partitions (a short transaction of its own, holding no other lock). */
+const PARTITION_LOCK = 0x626c6b70; // "blkp"
+/** Attempts at a batch that PostgreSQL aborted to break a deadlock (40P01). */
+const DEADLOCK_ATTEMPTS = 5;
 
 // Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
 // needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
@@ -106,29 +114,8 @@ on conflict (ip) do update set
   sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
   sensor_last = case when ${SAME_SENSOR_AGAIN} then array[excluded.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end`;
 
-const iso = (ms: number | null) => (ms === null ? '\\N' : copyTimestamp(ms));
-const isoArray = (list: (number | null)[]) => `{${list.map((ms) => (ms === null ? 'NULL' : `"${copyTimestamp(ms)}"`)).join(',')}}`;
-
-function hourlyRow(h: HourlyRow, sensorId: (name: string) => number): string {
-  const sensors = h.sensors.map(sensorId).sort((x, y) => x - y);
-  return `${iso(h.hour)}\t${h.ip}\t${h.attacks}\t${h.services}\t${h.sources}\t${h.maxAction}\t{${h.ports.join(',')}}\t{${sensors.join(',')}}\t${iso(h.firstSeen)}\t${iso(h.lastSeen)}\n`;
-}
-
-/** Joins rows into strings of ~32K characters: few writes into the COPY stream, each below V8's large-object size (so they die young). */
-function* chunks<T>(items: Iterable<T>, row: (item: T) => string): Generator<string> {
-  let buf = '';
-  for (const item of items) {
-    buf += row(item);
-    if (buf.length > 32_768) {
-      yield buf;
-      buf = '';
-    }
-  }
-  if (buf) yield buf;
-}
-
-async function copyInto(client: pg.PoolClient, sql: string, rows: Iterable<string | Buffer>): Promise<void> {
-  await pipeline(Readable.from(rows), client.query(copyFrom(sql)));
+async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
+  await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
 }
 
 interface InsertedRow {
@@ -146,15 +133,16 @@ const DAY = 86_400_000;
 const ENRICHED_REMEMBERED = 50_000;
 
 /**
- * The enrichment columns of addresses seen lately, as COPY text: an address recurs in batch after batch, and
- * the lookups (and the strings they make) need doing once per run, not once per batch. Bounded like the Cowrie
- * parser's sessions: when the young generation fills, the old one is dropped whole. The tables do not change
- * while a process runs, so a remembered text is what a fresh lookup would give.
+ * The enrichment columns of addresses seen lately, encoded (copy-binary.ts) as a latin1 string: an address
+ * recurs in batch after batch, and the lookups and their encoding need doing once per run, not once per batch.
+ * Bounded like the Cowrie parser's sessions: when the young generation fills, the old one is dropped whole. The
+ * tables do not change while a process runs, so remembered columns are what a fresh lookup would give.
  */
 class EnrichedColumns {
   private young = new Map<string, string>();
   private old = new Map<string, string>();
   private readonly enricher: Enricher;
+  private readonly scratch = new BinaryCopyWriter(1024);
 
   constructor(enricher: Enricher) {
     this.enricher = enricher;
@@ -162,22 +150,31 @@ class EnrichedColumns {
 
   of(address: AddressRow['address']): string {
     const key = address.text;
-    let text = this.young.get(key);
-    if (text !== undefined) return text;
-    text = this.old.get(key);
-    if (text === undefined) {
-      const x = this.enricher.enrich(address);
-      text = [
-        copyText(x.country), copyText(x.province), copyText(x.city), copyText(x.carrier), copyText(x.isp),
-        copyNumber(x.asn), copyText(x.asName), x.net, copyText(x.scannerKind), copyText(x.scannerOrg),
-      ].join('\t');
-    }
+    let columns = this.young.get(key);
+    if (columns !== undefined) return columns;
+    columns = this.old.get(key) ?? this.encode(this.enricher.enrich(address));
     if (this.young.size >= ENRICHED_REMEMBERED) {
       this.old = this.young;
       this.young = new Map();
     }
-    this.young.set(key, text);
-    return text;
+    this.young.set(key, columns);
+    return columns;
+  }
+
+  private encode(x: Enrichment): string {
+    const out = this.scratch;
+    out.clear();
+    out.text(x.country);
+    out.text(x.province);
+    out.text(x.city);
+    out.text(x.carrier);
+    out.text(x.isp);
+    out.int32(x.asn);
+    out.text(x.asName);
+    out.text(x.net);
+    out.text(x.scannerKind);
+    out.text(x.scannerOrg);
+    return out.fieldsWritten();
   }
 }
 
@@ -189,6 +186,8 @@ export interface BatchResult {
 export class EventWriter {
   private readonly pool: pg.Pool;
   private readonly enriched: EnrichedColumns;
+  /** Reusable buffers for the staging COPYs (one per batch being stored). */
+  private readonly spareWriters: BinaryCopyWriter[] = [];
   private readonly prepared = new WeakSet<pg.PoolClient>();
   private readonly sensorIds = new Map<string, number>();
   private readonly ensuredDays = new Set<number>();
@@ -204,6 +203,16 @@ export class EventWriter {
 
   async writeBatch(batch: EventBatch): Promise<BatchResult> {
     if (batch.count === 0) return { inserted: 0 };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.tryBatch(batch);
+      } catch (err) {
+        if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async tryBatch(batch: EventBatch): Promise<BatchResult> {
     const unknownSensors = [...batch.sensors].filter((name) => !this.sensorIds.has(name));
     const client = await this.pool.connect();
     let failure: Error | undefined;
@@ -213,15 +222,16 @@ export class EventWriter {
         this.prepared.add(client);
       }
       if (unknownSensors.length) await this.resolveSensors(client, unknownSensors);
+      await this.ensurePartitions(client, batch.days);
       await client.query('begin');
       try {
-        // Staging needs no lock (temporary tables are per session), so a second writer's staging overlaps
-        // with this one's inserts. The rollup is staged optimistically, as if the whole batch were new.
+        // Staging and the events COPY need no lock (temporary tables are per session; other writers' events
+        // are other rows), so they overlap with another writer's upsert. The rollup is staged optimistically,
+        // as if the whole batch were new.
         await this.stageRollup(client, batch.rollup);
-        await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
-        await this.ensurePartitions(client, batch.days);
         const inserted = await this.insertEvents(client, batch);
         if (inserted > 0) {
+          await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
           if (inserted < batch.count) {
             await client.query('truncate staging_hourly, staging_addresses');
             await this.stageRollup(client, rollUp(await this.insertedByUs(client)));
@@ -244,15 +254,24 @@ export class EventWriter {
   }
 
   /**
-   * Creates missing daily partitions. Days this writer already ensured are skipped unless they are old enough
-   * for retention to have dropped them since.
+   * Creates missing daily partitions, in a transaction of its own that holds only the partition lock (so it
+   * waits for writers inserting into `events` without any of them waiting for it). Days this writer already
+   * ensured are skipped unless they are old enough for retention to have dropped them since.
    */
   private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
     const recent = Math.floor(Date.now() / DAY) - 25;
     const needed = [...days].filter((d) => d < recent || !this.ensuredDays.has(d));
     if (!needed.length) return;
     const dayList = needed.map((d) => new Date(d * DAY).toISOString().slice(0, 10));
-    await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+    await client.query('begin');
+    try {
+      await client.query('select pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
+      await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    }
     for (const d of needed) if (d >= recent) this.ensuredDays.add(d);
   }
 
@@ -260,7 +279,7 @@ export class EventWriter {
   private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
     await client.query('savepoint direct_copy');
     try {
-      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
+      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
       await client.query('release savepoint direct_copy');
       return batch.count;
     } catch (err) {
@@ -268,7 +287,7 @@ export class EventWriter {
       // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
       await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
     }
-    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin`, [batch.rows()]);
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
     const { rowCount } = await client.query(INSERT_EVENTS);
     return rowCount ?? 0;
   }
@@ -294,16 +313,55 @@ export class EventWriter {
 
   private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
     const sensorId = (name: string) => this.sensorIds.get(name) as number;
-    await copyInto(client, 'copy staging_hourly from stdin', chunks(hourlyRows(rollup), (h) => hourlyRow(h, sensorId)));
-    await copyInto(client, 'copy staging_addresses from stdin', chunks(rollup.addresses.values(), (a) => this.addressRow(a, sensorId)));
+    const out = this.spareWriters.pop() ?? new BinaryCopyWriter();
+    try {
+      for (const a of rollup.addresses.values()) for (const h of a.hours) hourlyRow(out, h, a.address, sensorId);
+      await copyInto(client, 'copy staging_hourly from stdin with (format binary)', out.stream());
+      out.clear();
+      for (const a of rollup.addresses.values()) addressRow(out, a, sensorId, this.enriched.of(a.address));
+      await copyInto(client, 'copy staging_addresses from stdin with (format binary)', out.stream());
+    } finally {
+      out.clear();
+      this.spareWriters.push(out);
+    }
   }
+}
 
-  private addressRow(a: AddressRow, sensorId: (name: string) => number): string {
+/** A row of staging_hourly. */
+function hourlyRow(out: BinaryCopyWriter, h: HourlyRow, address: Address, sensorId: (name: string) => number): void {
+  out.row(10);
+  out.timestamp(h.hour);
+  out.inet(address);
+  out.int32(h.attacks);
+  out.int32(h.services);
+  out.int16(h.sources);
+  out.int16(h.maxAction);
+  out.int32Array(h.ports);
+  out.idArray(h.sensors, sensorId);
+  out.timestamp(h.firstSeen);
+  out.timestamp(h.lastSeen);
+}
+
+/** A row of staging_addresses; `enrichment` is its last eleven columns, encoded (EnrichedColumns). */
+function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: string) => number, enrichment: string): void {
+  out.row(21);
+  out.inet(a.address);
+  out.timestamp(a.firstSeen);
+  out.timestamp(a.lastSeen);
+  out.timestamp(a.lastHoneypot);
+  out.timestamp(a.lastTelescope);
+  out.timestamp(a.lastInteraction);
+  out.timestamp(a.lastHigh);
+  out.timestamp(a.lastCritical);
+  out.timestampArray(a.serviceLast);
+  if (a.sensorNames.length === 1) {
+    // The common case: one sensor saw the address in this batch.
+    out.idArray(a.sensorNames, sensorId);
+    out.timestampArray(a.sensorTimes);
+  } else {
     const sensors = recentSensors(a, sensorId);
-    return [
-      a.address.text, iso(a.firstSeen), iso(a.lastSeen), iso(a.lastHoneypot), iso(a.lastTelescope), iso(a.lastInteraction),
-      iso(a.lastHigh), iso(a.lastCritical), isoArray(a.serviceLast), `{${sensors.map((s) => s[0]).join(',')}}`,
-      isoArray(sensors.map((s) => s[1])), this.enriched.of(a.address),
-    ].join('\t') + '\n';
+    out.int32Array(sensors.map((s) => s[0]));
+    out.timestampArray(sensors.map((s) => s[1]));
   }
+  out.raw(enrichment);
 }

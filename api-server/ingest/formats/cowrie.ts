@@ -27,8 +27,11 @@ export const COWRIE_FIELDS: ReadonlySet<string> = new Set([
   'eventid', 'session', 'protocol', 'dst_port', 'timestamp', 'src_ip', 'sensor', 'username', 'input', 'dst_ip', 'url', 'filename', 'outfile',
 ]);
 
+/** The fields whose values outlive the line (in rollups, sensor ids, sessions); the others need no copy. */
+const KEPT_FIELDS: ReadonlySet<string> = new Set(['src_ip', 'sensor', 'session']);
+
 /** Reads a line as Cowrie writes it with the flat reader, anything unusual with JSON.parse (same result). */
-export const readCowrieLine = (line: string): Record<string, unknown> => readFlatObject(line, COWRIE_FIELDS) ?? parseJsonObject(line);
+export const readCowrieLine = (line: string): Record<string, unknown> => readFlatObject(line, COWRIE_FIELDS, KEPT_FIELDS) ?? parseJsonObject(line);
 
 const MAX_SESSIONS = 100_000;
 

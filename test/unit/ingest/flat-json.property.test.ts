@@ -21,7 +21,8 @@ function viaJsonParse(line: string, wanted: ReadonlySet<string>): Record<string,
     return 'invalid';
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) return 'invalid';
-  const out: Record<string, unknown> = {};
+  // (the flat reader gives every wanted field, undefined when the line lacks it)
+  const out: Record<string, unknown> = Object.fromEntries([...wanted].map((k) => [k, undefined]));
   for (const [k, x] of Object.entries(v)) if (wanted.has(k)) out[k] = x;
   return out;
 }

@@ -1,0 +1,219 @@
+// PostgreSQL's binary COPY format, written straight into a reusable byte buffer: a header, then per row a
+// field count and each field as a 32-bit length (-1 = NULL) followed by the type's binary "send" form, then a
+// trailer. PostgreSQL reads timestamps, uuids, addresses and arrays as the bytes it stores instead of parsing
+// their text, and the writer formats no strings. Pure apart from the buffer it owns.
+import type { Address } from '../enrich/address.ts';
+
+/** 'PGCOPY\n\377\r\n\0', then 32-bit flags and header-extension length, both 0. */
+const HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
+/** PostgreSQL's timestamp epoch (2000-01-01 UTC) in Unix milliseconds. */
+const PG_EPOCH_MS = 946_684_800_000;
+const TWO_32 = 4_294_967_296;
+// Worst case of UTF-8 bytes per UTF-16 code unit.
+const MAX_BYTES_PER_UNIT = 3;
+// inet's binary form: family (PGSQL_AF_INET 2 / PGSQL_AF_INET6 3), prefix bits, is_cidr, address length.
+const INET4 = [2, 32, 0, 4] as const;
+const INET6 = [3, 128, 0, 16] as const;
+// Element type oids of the arrays written here.
+const INT4_OID = 23;
+const TIMESTAMPTZ_OID = 1184;
+
+/** Hex digit character code → its value (ids are validated or generated hex already). */
+const NIBBLE = new Uint8Array(128);
+for (let i = 0; i < 10; i++) NIBBLE[48 + i] = i;
+for (let i = 0; i < 6; i++) NIBBLE[65 + i] = NIBBLE[97 + i] = 10 + i;
+/** Where each byte's two hex digits start in `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`. */
+const UUID_DIGITS = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+export class BinaryCopyWriter {
+  private buffer: Buffer;
+  private length = 0;
+
+  constructor(initialBytes = 1 << 16) {
+    this.buffer = Buffer.allocUnsafe(Math.max(initialBytes, 64));
+    this.clear();
+  }
+
+  /** Forgets the rows written; the buffer keeps its size. */
+  clear(): void {
+    this.length = HEADER.copy(this.buffer, 0);
+  }
+
+  /** Whether no row has been written since the last clear. */
+  get empty(): boolean {
+    return this.length === HEADER.length;
+  }
+
+  /** The rows as a complete COPY stream (a view into the buffer, valid until the next write or clear). */
+  stream(): Buffer {
+    this.reserve(2);
+    // The trailer (-1 as int16) goes after the rows without being counted, so more rows may follow it.
+    this.buffer[this.length] = 0xff;
+    this.buffer[this.length + 1] = 0xff;
+    return this.buffer.subarray(0, this.length + 2);
+  }
+
+  /**
+   * The bytes written since the writer was cleared, as a latin1 string (one character per byte): fields encoded
+   * once and written again with `raw` — a single copy where encoding them anew would take a call per field.
+   */
+  fieldsWritten(): string {
+    return this.buffer.toString('latin1', HEADER.length, this.length);
+  }
+
+  /** Bytes given as a latin1 string (see fieldsWritten). */
+  raw(bytes: string): void {
+    this.reserve(bytes.length);
+    this.length += this.buffer.write(bytes, this.length, 'latin1');
+  }
+
+  row(fields: number): void {
+    this.reserve(2);
+    this.buffer.writeInt16BE(fields, this.length);
+    this.length += 2;
+  }
+
+  null(): void {
+    this.int32Raw(-1);
+  }
+
+  int16(value: number): void {
+    this.reserve(6);
+    this.int32Raw(2);
+    this.buffer.writeInt16BE(value, this.length);
+    this.length += 2;
+  }
+
+  int32(value: number | null): void {
+    if (value === null) return this.null();
+    this.int32Raw(4);
+    this.int32Raw(value);
+  }
+
+  timestamp(ms: number | null): void {
+    if (ms === null) return this.null();
+    this.int32Raw(8);
+    this.timestampRaw(ms);
+  }
+
+  text(value: string | null): void {
+    if (value === null) return this.null();
+    this.reserve(4 + value.length * MAX_BYTES_PER_UNIT);
+    const at = this.length + 4;
+    const bytes = value.length === 0 ? 0 : this.buffer.write(value, at);
+    this.buffer.writeInt32BE(bytes, this.length);
+    this.length = at + bytes;
+  }
+
+  /** A uuid given as its canonical text. */
+  uuid(id: string): void {
+    this.int32Raw(16);
+    this.reserve(16);
+    const buf = this.buffer;
+    const at = this.length;
+    for (let b = 0; b < 16; b++) {
+      const i = UUID_DIGITS[b] as number;
+      buf[at + b] = ((NIBBLE[id.charCodeAt(i) & 127] as number) << 4) | (NIBBLE[id.charCodeAt(i + 1) & 127] as number);
+    }
+    this.length = at + 16;
+  }
+
+  inet(address: Address): void {
+    this.reserve(24);
+    const buf = this.buffer;
+    if (address.kind === 4) {
+      this.int32Raw(8);
+      buf.set(INET4, this.length);
+      buf.writeUInt32BE(address.num, this.length + 4);
+      this.length += 8;
+    } else {
+      this.int32Raw(20);
+      buf.set(INET6, this.length);
+      buf.writeBigUInt64BE(address.hi, this.length + 4);
+      buf.writeBigUInt64BE(address.lo, this.length + 12);
+      this.length += 20;
+    }
+  }
+
+  int32Array(values: readonly number[]): void {
+    if (values.length === 0) return this.emptyArray(INT4_OID);
+    this.arrayHeader(20 + values.length * 8, false, INT4_OID, values.length);
+    for (const v of values) {
+      this.int32Raw(4);
+      this.int32Raw(v);
+    }
+  }
+
+  /** `values` mapped by `id` and sorted ascending, as int4[] (no intermediate arrays for the common one or two). */
+  idArray<T>(values: readonly T[], id: (value: T) => number): void {
+    const n = values.length;
+    if (n > 2) return this.int32Array(values.map(id).sort((x, y) => x - y));
+    if (n === 0) return this.emptyArray(INT4_OID);
+    this.arrayHeader(20 + n * 8, false, INT4_OID, n);
+    let a = id(values[0] as T);
+    if (n === 2) {
+      let b = id(values[1] as T);
+      if (b < a) [a, b] = [b, a];
+      this.int32Raw(4);
+      this.int32Raw(a);
+      a = b;
+    }
+    this.int32Raw(4);
+    this.int32Raw(a);
+  }
+
+  timestampArray(values: readonly (number | null)[]): void {
+    if (values.length === 0) return this.emptyArray(TIMESTAMPTZ_OID);
+    let nulls = 0;
+    for (const v of values) if (v === null) nulls++;
+    this.arrayHeader(20 + nulls * 4 + (values.length - nulls) * 12, nulls > 0, TIMESTAMPTZ_OID, values.length);
+    for (const v of values) {
+      if (v === null) this.int32Raw(-1);
+      else {
+        this.int32Raw(8);
+        this.timestampRaw(v);
+      }
+    }
+  }
+
+  /** Field length, then: dimensions (1), has-nulls flag, element type, and the one dimension's size and lower bound (1). */
+  private arrayHeader(bytes: number, hasNulls: boolean, elementOid: number, size: number): void {
+    this.reserve(4 + bytes);
+    this.int32Raw(bytes);
+    this.int32Raw(1);
+    this.int32Raw(hasNulls ? 1 : 0);
+    this.int32Raw(elementOid);
+    this.int32Raw(size);
+    this.int32Raw(1);
+  }
+
+  private emptyArray(elementOid: number): void {
+    this.reserve(16);
+    this.int32Raw(12);
+    this.int32Raw(0);
+    this.int32Raw(0);
+    this.int32Raw(elementOid);
+  }
+
+  private int32Raw(value: number): void {
+    this.reserve(4);
+    this.buffer.writeInt32BE(value, this.length);
+    this.length += 4;
+  }
+
+  private timestampRaw(ms: number): void {
+    this.reserve(8);
+    const micros = (ms - PG_EPOCH_MS) * 1000;
+    const high = Math.floor(micros / TWO_32);
+    this.buffer.writeInt32BE(high, this.length);
+    this.buffer.writeUInt32BE(micros - high * TWO_32, this.length + 4);
+    this.length += 8;
+  }
+
+  private reserve(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + bytes));
+    this.buffer.copy(bigger, 0, 0, this.length);
+    this.buffer = bigger;
+  }
+}
