@@ -12,7 +12,9 @@ import { benchStore, median, requireCommands, startServeChild } from './harness.
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 100_000);
 const DURATION = process.env.BENCH_DURATION ?? '10s';
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+// Three rounds, so each median is a middle value: one round disturbed by other load on a shared machine
+// does not decide the figure.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
 function cpuSeconds(pid: number | undefined): number {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import type { Counter } from 'prom-client';
+import type { BoundCounter } from './bound-metrics.ts';
 
 export interface CachedBody {
   body: Buffer;
@@ -73,12 +73,12 @@ const SMALL_BODY_BYTES = 64 * 1024;
 
 export interface ResponseCacheOptions {
   maxBytes: number;
-  lookups: Counter<'endpoint' | 'result'>;
+  lookups: BoundCounter;
 }
 
 export class ResponseCache {
   readonly #lru: LRUCache<string, CachedBody> | undefined;
-  readonly #lookups: Counter<'endpoint' | 'result'>;
+  readonly #lookups: BoundCounter;
   /** Largest body kept: a quarter of the cache, so one export cannot flush everything else. */
   readonly maxEntryBytes: number;
 
@@ -91,7 +91,7 @@ export class ResponseCache {
         : undefined;
   }
 
-  readonly #counters = new Map<string, { inc(): void }>();
+  readonly #counters = new Map<string, () => void>();
   /** Raw URL → normalized cache key, so a repeated request skips normalizing its parameters. */
   readonly #normalized = new Map<string, string>();
 
@@ -106,15 +106,29 @@ export class ResponseCache {
     return key;
   }
 
-  get(endpoint: string, key: string): CachedBody | undefined {
-    const hit = this.#lru?.get(key);
-    const id = `${endpoint} ${hit ? 'hit' : 'miss'}`;
+  /** The cache key of a URL answered before (and remembered), without parsing it. */
+  knownKey(rawUrl: string): string | undefined {
+    return this.#normalized.get(rawUrl);
+  }
+
+  /** The entry under a key, if any, without counting the lookup (see countLookup). */
+  peek(key: string): CachedBody | undefined {
+    return this.#lru?.get(key);
+  }
+
+  countLookup(endpoint: string, hit: boolean): void {
+    const id = hit ? endpoint : `${endpoint} miss`;
     let counter = this.#counters.get(id);
     if (!counter) {
-      counter = this.#lookups.labels({ endpoint, result: hit ? 'hit' : 'miss' });
+      counter = this.#lookups.bind({ endpoint, result: hit ? 'hit' : 'miss' });
       this.#counters.set(id, counter);
     }
-    counter.inc();
+    counter();
+  }
+
+  get(endpoint: string, key: string): CachedBody | undefined {
+    const hit = this.peek(key);
+    this.countLookup(endpoint, hit !== undefined);
     return hit;
   }
 
@@ -159,19 +173,21 @@ function freshnessHeaders(reply: FastifyReply, visibility: 'public' | 'private',
   reply.header('last-modified', entry.lastModified ?? entry.generatedAt.toUTCString());
 }
 
-/** The headers of a 200 from a cached body as Node's flat [name, value, ...] list, rebuilt once a second. */
+/**
+ * The headers of a 200 from a cached body as Node's flat [name, value, ...] list, rebuilt only when the
+ * entry's age (whole seconds, so Age and max-age are exact for every request) has changed.
+ */
 interface HitHeaders {
-  second: number;
+  age: number;
   visibility: 'public' | 'private';
   list: string[];
 }
 const hitHeaders = new WeakMap<CachedBody, HitHeaders>();
 
-function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs: number): string[] {
-  const second = Math.floor(nowMs / 1000);
-  const known = hitHeaders.get(entry);
-  if (known && known.second === second && known.visibility === visibility) return known.list;
+export function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs: number): string[] {
   const age = Math.max(0, Math.floor((nowMs - entry.generatedAt.getTime()) / 1000));
+  const known = hitHeaders.get(entry);
+  if (known && known.age === age && known.visibility === visibility) return known.list;
   const list = [
     'cache-control', `${visibility}, max-age=${Math.max(0, entry.ttlSeconds - age)}`,
     'age', String(age),
@@ -180,7 +196,7 @@ function headersOfHit(entry: CachedBody, visibility: 'public' | 'private', nowMs
     ...Object.entries(entry.headers).flat(),
     'content-length', String(entry.body.length),
   ];
-  hitHeaders.set(entry, { second, visibility, list });
+  hitHeaders.set(entry, { age, visibility, list });
   return list;
 }
 
@@ -197,13 +213,8 @@ export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: '
     return reply.code(304).send();
   }
   const list = headersOfHit(entry, visibility, Date.now());
-  // Headers set before the handler (RateLimit fields of the limits step) travel along.
-  const earlier = reply.getHeaders();
+  // Node merges these with the RateLimit fields the limits step set on the raw response.
   const raw = reply.raw;
-  for (const name in earlier) {
-    const value = earlier[name];
-    if (value !== undefined) raw.setHeader(name, value);
-  }
   reply.hijack();
   raw.writeHead(200, list);
   raw.end(entry.text ?? entry.body);

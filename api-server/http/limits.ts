@@ -70,8 +70,10 @@ export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterO
   return { policy, enforce };
   async function enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void> {
     const count = await countHit(pool, policy);
-    reply.header('ratelimit-policy', policyHeader(policy));
-    reply.header('ratelimit', rateLimitHeader(policy, count));
+    // On Node's response itself: every way of answering (fastify's send, or the cached-answer fast path
+    // writing to Node directly, guard.ts) then carries the fields without copying them over.
+    reply.raw.setHeader('ratelimit-policy', policyHeader(policy));
+    reply.raw.setHeader('ratelimit', rateLimitHeader(policy, count));
     if (count.hits > policy.limit) {
       rejections.inc({ policy: caller.kind === 'anonymous' ? 'anonymous' : 'quota' });
       throw new ProblemError({

@@ -1,7 +1,7 @@
 // The shared shape of every API handler: look in the cache, else produce the body (a whole document or a
 // stream from the store) and keep a copy. Headers for download and truncation travel with the cached copy.
 import { pipeline } from 'node:stream';
-import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
@@ -9,6 +9,7 @@ import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/filters.ts';
 import { streamList } from '../query/stream.ts';
 import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
+import { visibility, type RouteGuard } from './guard.ts';
 import type { ApiRouteConfig } from './route-config.ts';
 
 export interface ResponderDeps {
@@ -16,8 +17,8 @@ export interface ResponderDeps {
   log: Logger;
   cache: ResponseCache;
   lifetimes: CacheLifetimes;
-  /** The per-route hooks: auth → limits before the handler, request metrics after the response. */
-  guard(route: ApiRouteConfig, url: string): Pick<RouteShorthandOptions, 'preHandler' | 'onResponse'>;
+  /** The per-route hooks (guard.ts): the cached-answer fast path, auth → limits, request metrics. */
+  guard(route: ApiRouteConfig, url: string): RouteGuard;
 }
 
 export const CONTENT_TYPES: Record<Format, string> = {
@@ -30,14 +31,11 @@ export function downloadName(endpoint: string, hours: number, at: Date, format: 
   return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
 }
 
-function visibility(route: ApiRouteConfig): 'public' | 'private' {
-  return route.access === 'key' ? 'private' : 'public';
-}
-
 function keyOf(cache: ResponseCache, route: ApiRouteConfig, req: FastifyRequest): string {
-  // URLs carrying a credential are normalized every time rather than remembered.
+  // URLs carrying a credential are normalized every time rather than remembered. The raw URL alone is
+  // unambiguous: no two routes share a path.
   const remember = !/[?&]key=/i.test(req.url);
-  return cache.normalizedKey(`${route.variant}${req.url}`, remember, () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
+  return cache.normalizedKey(req.url, remember, () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
 }
 
 export interface ListRequest {

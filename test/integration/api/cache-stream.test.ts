@@ -99,6 +99,39 @@ describe('response cache', () => {
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.headers.get('etag')).toBeNull();
   });
+
+  // A URL answered before is served by the fast path (guard.ts): it must check exactly what the first did.
+  it('a repeated URL is still authenticated, limited, logged and measured (the cached-answer fast path)', async () => {
+    const path = '/api/recent?limit=7';
+    const duration = (status: number) => metric('blockfeed_http_request_duration_seconds_count', `method="GET",route="/api/recent",status="${status}"`);
+    expect((await get(path)).status).toBe(200);
+    const hits = await metric('blockfeed_response_cache_lookups_total', 'endpoint="recent",result="hit"');
+    const [ok, limited] = [await duration(200), await duration(429)];
+
+    const invalid = await fetch(`${api.base}${path}`, { headers: { 'x-api-key': 'bf_00000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } });
+    expect(invalid.status).toBe(401);
+    expect(invalid.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+    const member = await createKey(db.pool, 'member', 'fast path member');
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${api.base}${path}`, i === 0 ? { headers: { 'x-api-key': member.key } } : {});
+      statuses.push(res.status);
+      if (res.status === 200) {
+        expect(res.headers.get('etag')).toBeTruthy();
+        expect(res.headers.get('ratelimit-policy')).toBe('"anonymous";q=5;w=60');
+        expect(res.headers.get('ratelimit')).toMatch(new RegExp(`^"anonymous";r=${4 - i};t=\\d+$`));
+      } else {
+        expect(res.headers.get('retry-after')).toBeTruthy();
+        expect(res.headers.get('etag')).toBeNull();
+        expect(((await res.json()) as { type: string }).type).toBe('urn:blockfeed:problem:rate-limited');
+      }
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(await metric('blockfeed_response_cache_lookups_total', 'endpoint="recent",result="hit"')).toBe(hits + 5);
+    expect(await duration(200)).toBe(ok + 5);
+    expect(await duration(429)).toBe(limited + 1);
+    expect(api.log()).toMatch(/"url":"\/api\/recent\?limit=7".*"statusCode":429/);
+  });
 });
 
 describe('large lists', () => {

@@ -4,7 +4,7 @@ import { ExportParams, RecentParams } from '../../../common/api-params.ts';
 import { csvCell } from '../../../api-server/formats/csv.ts';
 import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '../../../api-server/formats/records.ts';
 import { parseQuery } from '../../../api-server/http/params.ts';
-import { cacheKey, cacheSeconds, etagMatches, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
+import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
 import { generateKey, keyMatches, keyPrefix } from '../../../api-server/keys/secret.ts';
 import { parseTierQuotas } from '../../../api-server/keys/tiers.ts';
@@ -75,6 +75,20 @@ describe('cache', () => {
     expect(etagMatches('*', '"b"')).toBe(true);
     expect(etagMatches('"c"', '"b"')).toBe(false);
     expect(etagMatches(undefined, '"b"')).toBe(false);
+  });
+
+  it('the header list of a hit has the exact Age of every request, not one rounded per clock second', () => {
+    const generatedAt = new Date(10_000_500);
+    const entry = { body: Buffer.from('{}'), etag: '"e"', generatedAt, ttlSeconds: 60, headers: { 'content-type': 'application/json' } };
+    const field = (list: string[], name: string) => list[list.indexOf(name) + 1];
+    const first = headersOfHit(entry, 'public', 10_001_000);
+    expect(field(first, 'age')).toBe('0');
+    expect(headersOfHit(entry, 'public', 10_001_499)).toBe(first); // same age: the same list
+    const later = headersOfHit(entry, 'public', 10_001_600); // same clock second, one second older
+    expect(field(later, 'age')).toBe('1');
+    expect(field(later, 'cache-control')).toBe('public, max-age=59');
+    expect(field(headersOfHit(entry, 'private', 10_001_600), 'cache-control')).toBe('private, max-age=59');
+    expect(field(later, 'content-length')).toBe('2');
   });
 });
 

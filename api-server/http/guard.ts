@@ -1,0 +1,84 @@
+// The hooks every API route carries: auth → limits before the handler, the request metric after the
+// response, and in front of both the fast path for cached answers. Attached per route (not as context-wide
+// hooks) so each knows its route without a per-request lookup. The common case — a cached answer to no
+// credential or a recently verified unmetered key — takes no promise at all: callback hooks that finish
+// synchronously.
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { ApiMetrics } from './api-metrics.ts';
+import type { Authenticator, Caller } from './auth.ts';
+import { sendBody, type ResponseCache } from './cache.ts';
+import type { Limiter } from './limits.ts';
+import type { ApiRouteConfig } from './route-config.ts';
+
+export interface GuardDeps {
+  auth: Authenticator;
+  limiter: Limiter;
+  cache: ResponseCache;
+  metrics: Pick<ApiMetrics, 'requestDuration'>;
+}
+
+export type RouteGuard = Pick<RouteShorthandOptions, 'onRequest' | 'preHandler' | 'onResponse'>;
+
+type Next = (err?: Error) => void;
+
+export function visibility(route: ApiRouteConfig): 'public' | 'private' {
+  return route.access === 'key' ? 'private' : 'public';
+}
+
+export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: ApiRouteConfig, url: string): RouteGuard {
+  const answersVisibility = visibility(route);
+
+  /** Auth, then the limit or quota of the caller; `next` runs synchronously when neither needs the store. */
+  function admit(req: FastifyRequest, reply: FastifyReply, next: Next): void {
+    let caller: Caller | Promise<Caller>;
+    try {
+      caller = auth.authenticate(req, route);
+    } catch (err) {
+      return next(err as Error);
+    }
+    if (caller instanceof Promise) caller.then((c) => meter(req, reply, c, next), next);
+    else meter(req, reply, caller, next);
+  }
+
+  function meter(req: FastifyRequest, reply: FastifyReply, caller: Caller, next: Next): void {
+    const policy = limiter.policy(req, caller, route);
+    if (!policy) return next();
+    limiter.enforce(reply, caller, policy).then(() => next(), next);
+  }
+
+  // One bound series per method and status, found without building a string per request.
+  const observers = new Map<string, Map<number, (seconds: number) => void>>();
+  const observe = (method: string, status: number, seconds: number) => {
+    let byStatus = observers.get(method);
+    if (!byStatus) observers.set(method, (byStatus = new Map<number, (seconds: number) => void>()));
+    let record = byStatus.get(status);
+    if (!record) byStatus.set(status, (record = metrics.requestDuration.bind({ method, route: url, status: String(status) })));
+    record(seconds);
+  };
+
+  return {
+    /**
+     * The fast path of a cached answer, the bulk of a busy server's requests. A URL answered before maps
+     * straight to its cache key (the same URL validates the same way), so while the cache holds the answer,
+     * auth and limits run here — exactly as in preHandler — and the body goes out without fastify's
+     * validation, preHandler and handler steps, work a repeated URL does not need.
+     * Everything else (first sight of a URL, a miss, URLs carrying key=) continues down the normal path.
+     */
+    onRequest: (req: FastifyRequest, reply: FastifyReply, done: Next) => {
+      const key = cache.knownKey(req.url);
+      const hit = key === undefined ? undefined : cache.peek(key);
+      if (!hit) return done();
+      admit(req, reply, (err) => {
+        if (err) return done(err);
+        // Counted once admitted, as the normal path counts its lookup after auth and limits.
+        cache.countLookup(route.endpoint, true);
+        sendBody(req, reply, answersVisibility, hit);
+      });
+    },
+    preHandler: admit,
+    onResponse: (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      observe(req.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    },
+  };
+}
