@@ -71,8 +71,14 @@ export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownl
     return { kind: 'key', key, quota };
   }
 
+  // Bumped by forget(): a verification that started before a revocation must not put the key back.
+  let generation = 0;
+
   return {
-    forget: () => verified?.clear(),
+    forget: () => {
+      generation++;
+      verified?.clear();
+    },
     authenticate(req, route) {
       const secret = presentedSecret(req, route.variant);
       if (secret === undefined) {
@@ -86,8 +92,9 @@ export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownl
       // and hashing it on every request would cost more than the rest of a cached answer.
       const known = verified?.get(secret);
       if (known) return classify(known, route);
+      const startedIn = generation;
       return verifyKey(pool, secret).then((key) => {
-        if (key) verified?.set(secret, key);
+        if (key && startedIn === generation) verified?.set(secret, key);
         return classify(key, route);
       });
     },
