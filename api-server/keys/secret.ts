@@ -25,6 +25,18 @@ export function keyPrefix(key: string): string | undefined {
   return KEY_PATTERN.exec(key)?.[1];
 }
 
+/**
+ * What `keys revoke <which>` names: the key itself, its prefix (`bf_xxxxxxxx` or the eight characters alone, which
+ * may happen to be all digits) or its numeric id (any other number).
+ */
+export function revocationTarget(which: string): { id: number } | { prefix: string } {
+  const text = which.trim();
+  const prefix = keyPrefix(text) ?? /^(?:bf_)?([a-z0-9]{8})$/.exec(text)?.[1];
+  if (prefix) return { prefix };
+  if (/^\d{1,9}$/.test(text)) return { id: Number(text) };
+  return { prefix: text.replace(/^bf_/, '') };
+}
+
 export function keyMatches(key: string, storedHash: Buffer): boolean {
   const hash = hashKey(key);
   return hash.length === storedHash.length && timingSafeEqual(hash, storedHash);

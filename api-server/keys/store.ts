@@ -1,6 +1,6 @@
 // The credential store: subscription keys in PostgreSQL, only their hashes kept.
 import type pg from 'pg';
-import { generateKey, keyMatches, keyPrefix } from './secret.ts';
+import { generateKey, keyMatches, keyPrefix, revocationTarget } from './secret.ts';
 
 export interface ApiKey {
   id: number;
@@ -48,13 +48,13 @@ export const REVOCATION_CHANNEL = 'blockfeed_key_revoked';
 
 /** Revokes by id or prefix and announces it to running servers; returns the key, or undefined when none matches. */
 export async function revokeKey(pool: pg.Pool, idOrPrefix: string): Promise<ApiKey | undefined> {
-  const byId = /^\d+$/.test(idOrPrefix);
+  const target = revocationTarget(idOrPrefix);
   const { rows } = await pool.query<KeyRow>(
     `with revoked as (
        update api_keys set revoked_at = coalesce(revoked_at, now())
-       where ${byId ? 'id = $1::int' : 'prefix = $1'} returning *)
+       where ${'id' in target ? 'id = $1' : 'prefix = $1'} returning *)
      select revoked.*, pg_notify('${REVOCATION_CHANNEL}', revoked.prefix) from revoked`,
-    [byId ? idOrPrefix : (keyPrefix(idOrPrefix) ?? idOrPrefix.replace(/^bf_/, ''))],
+    ['id' in target ? target.id : target.prefix],
   );
   return rows[0] ? toKey(rows[0]) : undefined;
 }

@@ -6,7 +6,7 @@ import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '
 import { parseQuery } from '../../../api-server/http/params.ts';
 import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
-import { generateKey, keyMatches, keyPrefix } from '../../../api-server/keys/secret.ts';
+import { generateKey, keyMatches, keyPrefix, revocationTarget } from '../../../api-server/keys/secret.ts';
 import { parseTierQuotas } from '../../../api-server/keys/tiers.ts';
 import { whereSql } from '../../../api-server/query/filters.ts';
 
@@ -121,6 +121,19 @@ describe('keys', () => {
     expect(keyMatches(a.key, a.hash)).toBe(true);
     expect(keyMatches(b.key, a.hash)).toBe(false);
     expect(keyPrefix('bf_short')).toBeUndefined();
+  });
+
+  it('are revoked by the key, its prefix (even one of digits only) or a numeric id', () => {
+    const a = generateKey();
+    expect(revocationTarget(a.key)).toEqual({ prefix: a.prefix });
+    expect(revocationTarget(`bf_${a.prefix}`)).toEqual({ prefix: a.prefix });
+    expect(revocationTarget(a.prefix)).toEqual({ prefix: a.prefix });
+    // A prefix is eight hex characters and may be all digits: still a prefix, never an id.
+    expect(revocationTarget('20481632')).toEqual({ prefix: '20481632' });
+    expect(revocationTarget('bf_20481632')).toEqual({ prefix: '20481632' });
+    expect(revocationTarget('42')).toEqual({ id: 42 });
+    expect(revocationTarget('123456789')).toEqual({ id: 123456789 });
+    expect(revocationTarget('9999999999')).toEqual({ prefix: '9999999999' }); // past any id: matches nothing
   });
 });
 
