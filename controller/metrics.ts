@@ -2,6 +2,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { createRegistry } from '../common/metrics.ts';
 
+/** Every outcome of a pull; each subscription's counters start at 0 for all of them (see pullAndApply). */
+export const PULL_RESULTS = ['changed', 'unchanged', 'refused', 'failed'] as const;
+
 export interface ControllerMetrics {
   registry: Registry;
   pullTotal: Counter<'namespace' | 'name' | 'result'>;

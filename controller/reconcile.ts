@@ -16,7 +16,7 @@ import {
 import { cidrStrings } from './cidr.ts';
 import { FeedError, feedUrl, pullFeed } from './feed.ts';
 import { FINALIZER, SYNC_NOW_ANNOTATION, mergePatch, readOptional, type Apis } from './k8s.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
 import { applyConfigMaps, cleanupConfigMaps } from './targets/configmap.ts';
@@ -92,6 +92,8 @@ async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Pr
   const reusable = previous && previous.inputsHash === inputs ? previous : undefined;
   const limits = limitsOf(sub);
   const sanitiser = new Sanitiser({ clusterCidrs: deps.clusterCidrs, allowlist: sub.spec.allowlist, limits });
+  // Series that exist from the first pull on, at 0: increase() (the pull-failure alert) sees the first failure.
+  for (const result of PULL_RESULTS) metrics.pullTotal.inc({ ...labels, result }, 0);
   const stopTimer = metrics.pullDuration.startTimer(labels);
   let pulled;
   try {

@@ -193,6 +193,9 @@ describe('blockfeed observed by a real Prometheus', () => {
     await untilEvery(`sum by (name) (blockfeed_pull_total{namespace="${NAMESPACE}", result="changed"})`, 'name', (v) => everySubscription(v, (n) => n >= 1), 'a changed pull per subscription');
     const failed = await byLabel(`sum by (name) (blockfeed_pull_total{namespace="${NAMESPACE}", result=~"failed|refused"})`, 'name');
     expect([...failed].filter(([, n]) => n > 0)).toEqual([]);
+    // The failure series exist before any failure, at 0, so the alert's increase() counts the first one.
+    const failedSeries = await byLabel(`blockfeed_pull_total{namespace="${NAMESPACE}", result="failed"}`, 'name');
+    expect(everySubscription(failedSeries, (n) => n === 0)).toBe(true);
     // Set at the end of a sync, after the targets are applied: polled.
     await untilEvery(`blockfeed_subscription_degraded{namespace="${NAMESPACE}"}`, 'name', (v) => everySubscription(v, (n) => n === 0), 'not Degraded');
   });
@@ -264,8 +267,7 @@ describe('blockfeed observed by a real Prometheus', () => {
 
   it('fires BlockfeedPullsFailing while the feed is down and clears it once the feed is back', async () => {
     await apiServer.stop();
-    // Each forced pull fails (connection refused); increase() needs two samples of the failure counter, and
-    // the window (15 s) must no longer hold the last success.
+    // Each forced pull fails (connection refused); the window (15 s) must no longer hold the last success.
     const firing = await eventually(async () => {
       await syncAllNow();
       const alerts = await alertsNamed('BlockfeedPullsFailing');
