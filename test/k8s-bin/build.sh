@@ -50,14 +50,43 @@ up_to_date() { # $1 part, $2 stamp file, rest: binaries
   for b; do [[ -x $b ]] || return 1; done
 }
 
+# Go from PATH, from the usual install directory, or else the release named by
+# go.mod fetched from the Go module proxy (golang.org/toolchain, the same
+# archives `go` itself switches toolchains with) into .cache/go.
+find_go() {
+  local want=$1 d
+  command -v go >/dev/null 2>&1 && return 0
+  for d in /usr/local/go/bin /usr/lib/go/bin; do
+    [[ -x $d/go ]] && { PATH="$d:$PATH"; return 0; }
+  done
+  local arch
+  case $(uname -m) in x86_64) arch=amd64 ;; aarch64 | arm64) arch=arm64 ;; *) return 1 ;; esac
+  local name="v0.0.1-go$want.linux-$arch" dir="$cache/go/go$want"
+  if [[ ! -x $dir/bin/go ]]; then
+    command -v curl >/dev/null && command -v unzip >/dev/null || return 1
+    log "fetching Go $want from the Go module proxy"
+    local tmp
+    tmp=$(mktemp -d)
+    curl -fsSL --retry 3 "${GOPROXY_BASE:-https://proxy.golang.org}/golang.org/toolchain/@v/$name.zip" -o "$tmp/go.zip" &&
+      unzip -q "$tmp/go.zip" -d "$tmp" || { rm -rf "$tmp"; return 1; }
+    # Module zips keep no file modes: the executables are marked as `go` itself does when it switches.
+    chmod +x "$tmp/golang.org/toolchain@$name"/bin/* "$tmp/golang.org/toolchain@$name"/pkg/tool/*/*
+    mkdir -p "$cache/go"
+    rm -rf "$dir"
+    mv "$tmp/golang.org/toolchain@$name" "$dir"
+    rm -rf "$tmp"
+  fi
+  PATH="$dir/bin:$PATH"
+}
+
 go_checked=
 need_go() {
   [[ -n $go_checked ]] && return 0
   local want
   want=$(awk '$1 == "go" { print $2; exit }' "$here/go.mod")
-  if ! command -v go >/dev/null 2>&1; then
-    die "go toolchain not found: install Go >= $want and put it on PATH (needed once to build kube-apiserver, kube-controller-manager, etcd and helm into .cache/)"
-  fi
+  find_go "$want" ||
+    die "go toolchain not found on PATH or in /usr/local/go, and Go $want could not be fetched from the Go module proxy: install Go >= $want (needed once to build kube-apiserver, kube-controller-manager, etcd and helm into .cache/)"
+
   # Inside the wrapper module `go` enforces its go directive (or switches
   # toolchains itself when GOTOOLCHAIN allows it).
   local out
