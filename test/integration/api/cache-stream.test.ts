@@ -6,30 +6,21 @@ import { createKey } from '../../../api-server/keys/store.ts';
 import { exportFilter } from '../../../api-server/query/lists.ts';
 import { streamList } from '../../../api-server/query/stream.ts';
 import type { ExportQuery } from '../../../common/api-params.ts';
-import { generateAddresses, insertAddresses } from '../../support/attack-fixtures.ts';
-import { startApi, type TestApi } from '../../support/api-server.ts';
-import { freshDatabase, type TestDatabase } from '../../support/db.ts';
-import { ADDRESSES } from './fixture-set.ts';
+import { generateAddresses } from '../../support/attack-fixtures.ts';
+import type { TestApi } from '../../support/api-server.ts';
+import type { TestDatabase } from '../../support/db.ts';
+import { getWithKey, startFixtureApi, stopFixtureApi } from './fixture-set.ts';
 
 let db: TestDatabase;
 let api: TestApi;
 let key: string;
 
 beforeAll(async () => {
-  db = await freshDatabase();
-  await insertAddresses(db.pool, ADDRESSES);
-  key = (await createKey(db.pool, 'enterprise', 'cache tests')).key;
-  api = await startApi(db.url);
+  ({ db, api, key } = await startFixtureApi('cache tests'));
 });
-afterAll(async () => {
-  await api?.close();
-  await db?.drop();
-});
+afterAll(() => stopFixtureApi(db, api));
 
-function get(path: string, headers: Record<string, string> = {}): Promise<Response> {
-  const auth = path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
-  return fetch(`${api.base}${path}`, { headers: { ...auth, ...headers } });
-}
+const get = (path: string, headers?: Record<string, string>) => getWithKey(api, key, path, headers);
 
 async function metric(name: string, labels: string): Promise<number> {
   const text = await (await fetch(`${api.base}/metrics`)).text();

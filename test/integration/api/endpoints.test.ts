@@ -5,31 +5,20 @@ import type { TObject, TSchema } from 'typebox';
 import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../common/api-params.ts';
 import { allowedValues, describeAllowed, type JsonSchemaLike } from '../../../common/schema-text.ts';
 import { RECORD_FIELDS } from '../../../api-server/formats/records.ts';
-import { createKey } from '../../../api-server/keys/store.ts';
-import { insertAddresses } from '../../support/attack-fixtures.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';
-import { freshDatabase, type TestDatabase } from '../../support/db.ts';
-import { ADDRESSES } from './fixture-set.ts';
+import type { TestDatabase } from '../../support/db.ts';
+import { getWithKey, startFixtureApi, stopFixtureApi } from './fixture-set.ts';
 
 let db: TestDatabase;
 let api: TestApi;
 let key: string;
 
 beforeAll(async () => {
-  db = await freshDatabase();
-  await insertAddresses(db.pool, ADDRESSES);
-  key = (await createKey(db.pool, 'enterprise', 'endpoint tests')).key;
-  api = await startApi(db.url);
+  ({ db, api, key } = await startFixtureApi('endpoint tests'));
 });
-afterAll(async () => {
-  await api?.close();
-  await db?.drop();
-});
+afterAll(() => stopFixtureApi(db, api));
 
-async function get(path: string, headers: Record<string, string> = {}): Promise<Response> {
-  const auth = path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
-  return fetch(`${api.base}${path}`, { headers: { ...auth, ...headers } });
-}
+const get = (path: string, headers?: Record<string, string>) => getWithKey(api, key, path, headers);
 
 async function lines(path: string): Promise<string[]> {
   const res = await get(path);

@@ -1,5 +1,8 @@
 // The addresses the API tests query, chosen so that each filter selects a different subset.
-import type { FixtureAddress } from '../../support/attack-fixtures.ts';
+import { createKey } from '../../../api-server/keys/store.ts';
+import { insertAddresses, type FixtureAddress } from '../../support/attack-fixtures.ts';
+import { startApi, type TestApi } from '../../support/api-server.ts';
+import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
 export const ADDRESSES: FixtureAddress[] = [
   // A telescope-only scanner on a web port, hosted.
@@ -21,3 +24,22 @@ export const ADDRESSES: FixtureAddress[] = [
   // Active 200 h ago only, on three services: high in a 720 h window.
   { ip: '2001:db8::1', honeypot: 200, interaction: 200, services: { vnc: 200, db: 200, web: 200 }, net: 'mobile', country: 'DE', ports: [5900] },
 ];
+
+/** The fixture set in a fresh database, an enterprise key, and an api-server on it. */
+export async function startFixtureApi(keyName: string): Promise<{ db: TestDatabase; api: TestApi; key: string }> {
+  const db = await freshDatabase();
+  await insertAddresses(db.pool, ADDRESSES);
+  const key = (await createKey(db.pool, 'enterprise', keyName)).key;
+  return { db, api: await startApi(db.url), key };
+}
+
+export async function stopFixtureApi(db: TestDatabase | undefined, api: TestApi | undefined): Promise<void> {
+  await api?.close();
+  await db?.drop();
+}
+
+/** GET with the key where each variant expects it: bearer on /api/honeypot/*, X-API-Key elsewhere. */
+export function getWithKey(api: TestApi, key: string, path: string, headers: Record<string, string> = {}): Promise<Response> {
+  const auth = path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
+  return fetch(`${api.base}${path}`, { headers: { ...auth, ...headers } });
+}
