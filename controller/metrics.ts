@@ -24,7 +24,7 @@ export function createControllerMetrics(registry: Registry = createRegistry({ pr
     registry,
     pullTotal: new Counter({
       name: 'blockfeed_pull_total',
-      help: 'Feed pulls by outcome (changed, unchanged, refused, failed).',
+      help: `Feed pulls by outcome (${PULL_RESULTS.join(', ')}).`,
       labelNames: ['namespace', 'name', 'result'],
       registers,
     }),
