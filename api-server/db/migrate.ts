@@ -8,11 +8,12 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { UserError } from '../../common/errors.ts';
+import { ATTACK_DATA_LOCK } from './locks.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
-/** Arbitrary constant: the advisory lock key all blockfeed migrators agree on. */
-const LOCK_KEY = 0x626c6b66; // "blkf"
+/** The key all blockfeed migrators agree on; writers of attack data take it too (locks.ts). */
+const LOCK_KEY = ATTACK_DATA_LOCK;
 
 export interface Migration {
   version: number;

@@ -36,6 +36,33 @@ function dottedQuad(text: string): number {
   return dots === 3 && digits > 0 ? num * 256 + octet : -1;
 }
 
+/** dottedQuad over the ASCII bytes b[start, end). */
+export function dottedQuadBytes(b: Buffer, start: number, end: number): number {
+  const n = end - start;
+  if (n < 7 || n > 15) return -1;
+  let num = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = start; i < end; i++) {
+    const c = b[i] as number;
+    if (c === 46 /* . */) {
+      if (digits === 0 || dots === 3) return -1;
+      num = num * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+      continue;
+    }
+    const d = c - 48;
+    if (d < 0 || d > 9 || (digits === 1 && octet === 0)) return -1;
+    octet = octet * 10 + d;
+    if (octet > 255) return -1;
+    digits++;
+  }
+  return dots === 3 && digits > 0 ? num * 256 + octet : -1;
+}
+
 export function ipv4ToNumber(a: number, b: number, c: number, d: number): number {
   return ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
 }

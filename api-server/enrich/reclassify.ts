@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { ATTACK_DATA_LOCK } from '../db/locks.ts';
 import { copyNumber, copyText } from '../ingest/copy-text.ts';
 import { parseAddress } from './address.ts';
 import type { Enricher } from './enricher.ts';
@@ -54,6 +55,8 @@ export async function reclassify(pool: pg.Pool, enricher: Enricher): Promise<Rec
         lines.push(`${ip}\t${copyText(x.country)}\t${copyText(x.province)}\t${copyText(x.city)}\t${copyText(x.carrier)}\t${copyText(x.isp)}\t${copyNumber(x.asn)}\t${copyText(x.asName)}\t${x.net}\t${copyText(x.scannerKind)}\t${copyText(x.scannerOrg)}\n`);
       }
       await client.query('begin');
+      // As every writer of attack data (db/locks.ts): an ingest window updating the same rows never deadlocks with it.
+      await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
       await pipeline(Readable.from([lines.join('')]), client.query(copyFrom('copy reclassify_staging from stdin')));
       changed += (await client.query(APPLY)).rowCount ?? 0;
       await client.query('commit');

@@ -1,31 +1,92 @@
 // One batch of parsed events on its way to the database, held in the form the database takes it: the events
-// as binary `COPY` rows (copy-binary.ts) in a reusable byte buffer, and their rollup folded in as they arrive.
-// A batch thus keeps no per-event objects alive while it waits to be stored, and its buffer is reused for
-// later batches (the pipeline recycles a fixed few), so memory stays bounded by the batch size rather than by
-// how far the garbage collector lets the heap grow.
+// as binary `COPY` rows (copy-binary.ts) in a reusable byte buffer, their ip_hourly rows, and — folded into
+// the window's AddressFacts as each event arrives — their per-address facts. A batch keeps no per-event
+// objects, and the pipeline recycles a fixed few, so memory is bounded by the batch size.
+//
+// Events arrive two ways: as AttackEvent objects from the general parsers, and as a RawEvent — byte ranges
+// of the line itself — from the byte-level reader of the common Cowrie line (formats/cowrie-bytes.ts), which
+// never makes strings of the fields. Both ways give the same row and the same content-derived id.
+import { hash } from 'node:crypto';
+import { SERVICES } from '../../common/vocabulary.ts';
+import { type AddressFacts, HONEYPOT, TELESCOPE } from './address-facts.ts';
 import { BinaryCopyWriter } from './copy-binary.ts';
 import type { AttackEvent } from './event.ts';
-import { addToRollup, emptyRollup, type Rollup } from './rollup.ts';
+import { HourlyRows } from './hourly.ts';
+import type { SensorNames } from './sensors.ts';
 
 const DAY = 86_400_000;
+const SEP = 0x1f;
+const SERVICE_INDEX = new Map<string, number>(SERVICES.map((s, i) => [s, i]));
+const SERVICE_BYTES = SERVICES.map((s) => Buffer.from(s));
+const SOURCE_BYTES = [Buffer.from('honeypot'), Buffer.from('telescope')];
+const NO_BYTES = Buffer.alloc(0);
+
+/** Constant texts a byte-level parser points its fields at. */
+export const TEXT = { tcp: Buffer.from('tcp'), none: NO_BYTES } as const;
+
+/**
+ * An event as byte ranges of its line plus numbers, filled in place by a byte-level parser (one object reused
+ * for every line). Text fields must be valid UTF-8 that needs no cleaning (the parser checks that, or leaves
+ * the line to the general path).
+ */
+export class RawEvent {
+  /** The line the ranges below point into. */
+  line: Buffer = NO_BYTES;
+  ts = 0;
+  /** IPv4 source as a number, its canonical text at line[srcStart, srcEnd). */
+  src = 0;
+  srcStart = 0;
+  srcEnd = 0;
+  /** Destination port, -1 = none. */
+  port = -1;
+  /** Index into SERVICES, -1 = none. */
+  service = -1;
+  proto: Buffer | null = TEXT.tcp;
+  source = HONEYPOT;
+  /** Local sensor number (SensorNames) and its name's bytes. */
+  sensor = 0;
+  sensorBytes: Buffer = NO_BYTES;
+  sensorStart = 0;
+  sensorEnd = 0;
+  action = 0;
+  /** line[userStart, userEnd), or null when userStart is -1. */
+  userStart = -1;
+  userEnd = -1;
+  /** `commandPrefix` + line[commandStart, commandEnd), or null when commandStart is -1. */
+  commandPrefix: Buffer | null = null;
+  commandStart = -1;
+  commandEnd = -1;
+}
 
 export class EventBatch {
   /** Events added (duplicates within the batch included). */
   count = 0;
-  readonly rollup: Rollup = emptyRollup();
   /** UTC days (ms / DAY) the events fall on: the partitions they need. */
   readonly days = new Set<number>();
-  readonly sensors = new Set<string>();
+  readonly hourly = new HourlyRows();
   private readonly out: BinaryCopyWriter;
+  private facts: AddressFacts;
+  private readonly sensors: SensorNames;
+  private lastDay = -1;
+  // The canonical form of a raw event, hashed for its id.
+  private canonical = Buffer.allocUnsafe(1024);
 
-  constructor(initialBytes = 1 << 20) {
+  constructor(facts: AddressFacts, sensors: SensorNames, initialBytes = 1 << 20) {
+    this.facts = facts;
+    this.sensors = sensors;
     this.out = new BinaryCopyWriter(initialBytes);
   }
 
+  /** Folds the events added from now on into `facts` (a new window's). The batch must be empty. */
+  foldInto(facts: AddressFacts): void {
+    this.facts = facts;
+  }
+
   add(e: AttackEvent): void {
-    addToRollup(this.rollup, e);
-    this.days.add(Math.floor(e.ts / DAY));
-    this.sensors.add(e.sensor);
+    const slot = this.facts.slotOf(e.src);
+    const sensor = this.sensors.local(e.sensor);
+    const service = e.service === null ? -1 : (SERVICE_INDEX.get(e.service) as number);
+    this.fold(slot, e.ts, e.source === 'honeypot' ? HONEYPOT : TELESCOPE, e.action, service, e.dstPort ?? -1, sensor);
     const out = this.out;
     out.row(11);
     out.timestamp(e.ts);
@@ -39,7 +100,30 @@ export class EventBatch {
     out.int16(e.action);
     out.text(e.username);
     out.text(e.command);
-    this.count++;
+  }
+
+  addRaw(r: RawEvent): void {
+    const line = r.line;
+    const slot = this.facts.slotOfV4(r.src);
+    this.fold(slot, r.ts, r.source, r.action, r.service, r.port, r.sensor);
+    const out = this.out;
+    out.row(11);
+    out.timestamp(r.ts);
+    out.uuidHex(this.rawId(r));
+    out.inet4(r.src);
+    out.int32(r.port < 0 ? null : r.port);
+    if (r.service < 0) out.null();
+    else out.bytes(SERVICE_BYTES[r.service] as Buffer, 0, (SERVICE_BYTES[r.service] as Buffer).length);
+    if (r.proto === null) out.null();
+    else out.bytes(r.proto, 0, r.proto.length);
+    const source = SOURCE_BYTES[r.source] as Buffer;
+    out.bytes(source, 0, source.length);
+    out.bytes(r.sensorBytes, r.sensorStart, r.sensorEnd);
+    out.int16(r.action);
+    if (r.userStart < 0) out.null();
+    else out.bytes(line, r.userStart, r.userEnd);
+    if (r.commandStart < 0) out.null();
+    else out.bytes(line, r.commandStart, r.commandEnd, r.commandPrefix ?? undefined);
   }
 
   /** The events as a binary COPY stream in the column order of EVENT_COLUMNS (a view into the batch's buffer). */
@@ -47,22 +131,74 @@ export class EventBatch {
     return this.out.stream();
   }
 
-  /** Empties the batch for reuse; its buffer keeps its size. */
+  /** Empties the batch for reuse; its buffers keep their size. */
   clear(): void {
     this.count = 0;
     this.out.clear();
-    this.rollup.addresses.clear();
+    this.hourly.clear();
     this.days.clear();
-    this.sensors.clear();
+    this.lastDay = -1;
   }
+
+  private fold(slot: number, ts: number, source: number, action: number, service: number, port: number, sensor: number): void {
+    this.facts.fold(slot, ts, source, action, service, sensor);
+    this.hourly.add(slot, ts, source, action, service, port, sensor);
+    const day = Math.floor(ts / DAY);
+    if (day !== this.lastDay) {
+      this.days.add(day);
+      this.lastDay = day;
+    }
+    this.count++;
+  }
+
+  /**
+   * The first 16 bytes of SHA-256 over the canonical event (event.ts eventId, the same bytes for the same
+   * event), as the first half of a hex digest.
+   */
+  private rawId(r: RawEvent): string {
+    const needed = 64 + (r.srcEnd - r.srcStart) + (r.sensorEnd - r.sensorStart) + (r.userEnd - r.userStart) +
+      (r.commandEnd - r.commandStart) + (r.commandPrefix?.length ?? 0);
+    if (needed > this.canonical.length) this.canonical = Buffer.allocUnsafe(needed * 2);
+    const c = this.canonical;
+    const line = r.line;
+    let at = writeDecimal(c, 0, r.ts);
+    c[at++] = SEP;
+    at += line.copy(c, at, r.srcStart, r.srcEnd);
+    c[at++] = SEP;
+    if (r.port >= 0) at = writeDecimal(c, at, r.port);
+    c[at++] = SEP;
+    if (r.proto !== null) at += r.proto.copy(c, at);
+    c[at++] = SEP;
+    at += (SOURCE_BYTES[r.source] as Buffer).copy(c, at);
+    c[at++] = SEP;
+    at += r.sensorBytes.copy(c, at, r.sensorStart, r.sensorEnd);
+    c[at++] = SEP;
+    c[at++] = 48 + r.action;
+    c[at++] = SEP;
+    if (r.userStart < 0) c[at++] = 0;
+    else at += line.copy(c, at, r.userStart, r.userEnd);
+    c[at++] = SEP;
+    if (r.commandStart < 0) c[at++] = 0;
+    else {
+      if (r.commandPrefix) at += r.commandPrefix.copy(c, at);
+      at += line.copy(c, at, r.commandStart, r.commandEnd);
+    }
+    return hash('sha256', c.subarray(0, at), 'hex');
+  }
+}
+
+/** Writes a non-negative integer's decimal digits at `at`; returns the position after them. */
+function writeDecimal(buf: Buffer, at: number, value: number): number {
+  let digits = 1;
+  for (let v = value; v >= 10; v = Math.floor(v / 10)) digits++;
+  let v = value;
+  for (let i = at + digits - 1; i >= at; i--) {
+    const q = Math.floor(v / 10);
+    buf[i] = 48 + (v - q * 10);
+    v = q;
+  }
+  return at + digits;
 }
 
 /** Column order of EventBatch.rows(). */
 export const EVENT_COLUMNS = 'ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command';
-
-/** A batch holding `events`. */
-export function batchOf(events: Iterable<AttackEvent>): EventBatch {
-  const batch = new EventBatch(64 * 1024);
-  for (const e of events) batch.add(e);
-  return batch;
-}

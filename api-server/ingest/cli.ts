@@ -82,7 +82,7 @@ export function registerIngestCommands(program: Command): void {
     .argument('[files...]', 'log files; - or none reads standard input')
     .addOption(new Option('-f, --format <format>', 'input format').choices(INPUT_FORMATS).makeOptionMandatory())
     .option('-s, --sensor <id>', 'sensor name for lines that do not carry one')
-    .option('--batch-size <n>', 'events per transaction', parseIntegerOption('--batch-size', 1, 1_000_000), 10_000)
+    .option('--batch-size <n>', 'events per COPY (a transaction holds several)', parseIntegerOption('--batch-size', 1, 1_000_000), 10_000)
     .addHelpText('after', '\nExit status: 0 all lines stored, 1 some lines rejected, 2 nothing stored.')
     .action(async (files: string[], flags: IngestFlags) => {
       const { names, totalBytes } = checkInputs(files);

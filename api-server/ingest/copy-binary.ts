@@ -105,6 +105,44 @@ export class BinaryCopyWriter {
     this.length = at + bytes;
   }
 
+  /** A text field holding the bytes src[start, end) (already valid UTF-8), after the bytes of `prefix` if given. */
+  bytes(src: Buffer, start: number, end: number, prefix?: Buffer): void {
+    const n = end - start + (prefix ? prefix.length : 0);
+    this.reserve(4 + n);
+    const buf = this.buffer;
+    buf.writeInt32BE(n, this.length);
+    let at = this.length + 4;
+    if (prefix) at += prefix.copy(buf, at);
+    // Short fields (most are) are copied faster byte by byte than through a native call.
+    if (end - start <= 16) for (let i = start; i < end; i++) buf[at++] = src[i] as number;
+    else at += src.copy(buf, at, start, end);
+    this.length = at;
+  }
+
+  /** A uuid given as the first 32 digits of a hex string (e.g. a digest's first half). */
+  uuidHex(hex: string): void {
+    this.int32Raw(16);
+    this.reserve(16);
+    const buf = this.buffer;
+    const at = this.length;
+    for (let b = 0; b < 16; b++) buf[at + b] = ((NIBBLE[hex.charCodeAt(2 * b) & 127] as number) << 4) | (NIBBLE[hex.charCodeAt(2 * b + 1) & 127] as number);
+    this.length = at + 16;
+  }
+
+  /** An IPv4 inet given as its number. */
+  inet4(num: number): void {
+    this.reserve(12);
+    const buf = this.buffer;
+    const at = this.length;
+    buf.writeInt32BE(8, at);
+    buf[at + 4] = 2;
+    buf[at + 5] = 32;
+    buf[at + 6] = 0;
+    buf[at + 7] = 4;
+    buf.writeUInt32BE(num, at + 8);
+    this.length = at + 12;
+  }
+
   /** A uuid given as its canonical text. */
   uuid(id: string): void {
     this.int32Raw(16);

@@ -2,6 +2,8 @@
 import { hash } from 'node:crypto';
 import { SERVICES, serviceOfPort, type Service, type Source } from '../../common/vocabulary.ts';
 import { parseAddress, type Address } from '../enrich/address.ts';
+import type { RawEvent } from './batch.ts';
+import type { SensorNames } from './sensors.ts';
 
 /** 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */
 export type Action = 0 | 1 | 2;
@@ -30,8 +32,23 @@ export interface ParserOptions {
   sensor?: string;
 }
 
-/** A parser for one input format; may keep state across the lines of one input (sessions, CSV header). */
-export type LineParser = (line: string) => LineResult;
+/**
+ * A parser for one input format; may keep state across the lines of one input (sessions, CSV header). It may
+ * come with a byte-level reader for its most common lines (`bytes`), tried first on every line.
+ */
+export type LineParser = ((line: string) => LineResult) & { readonly bytes?: ByteLineReader };
+
+/** What a ByteLineReader made of a line. */
+export const BYTES_DECLINED = 0;
+export const BYTES_EVENT = 1;
+export const BYTES_SKIP = 2;
+
+/**
+ * Reads line[start, end) into `out` (BYTES_EVENT), or finds it a housekeeping line (BYTES_SKIP), or declines
+ * it (BYTES_DECLINED): then the line goes to the parser itself, which must give what the reader would have
+ * given had it not declined. State shared with the parser (sessions) is updated either way.
+ */
+export type ByteLineReader = (line: Buffer, start: number, end: number, out: RawEvent, sensors: SensorNames) => number;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SEP = '\u001f';
@@ -80,6 +97,44 @@ function fastIsoUtc(t: string): number {
   return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
+/**
+ * fastIsoUtc over bytes, stricter (every date and time character must be a digit): NaN for anything else,
+ * which the caller leaves to the general path.
+ */
+export function isoUtcBytes(b: Buffer, start: number, end: number): number {
+  const n = end - start;
+  if (n < 20 || b[end - 1] !== 90 /* Z */ || b[start + 10] !== 84 /* T */) return NaN;
+  if (b[start + 4] !== 45 || b[start + 7] !== 45 || b[start + 13] !== 58 || b[start + 16] !== 58) return NaN;
+  const digit = (i: number) => {
+    const d = (b[start + i] as number) - 48;
+    return d >= 0 && d <= 9 ? d : NaN;
+  };
+  const two = (i: number) => digit(i) * 10 + digit(i + 1);
+  let ms = 0;
+  if (n > 20) {
+    if (b[start + 19] !== 46 /* . */) return NaN;
+    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) {
+      const d = digit(i);
+      if (d !== d) return NaN;
+      if (scale >= 1) ms += d * scale;
+    }
+  }
+  const year = two(0) * 100 + two(2);
+  const month = two(5);
+  const day = two(8);
+  const hour = two(11);
+  const minute = two(14);
+  const second = two(17);
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
+  if (day > 28 && day > daysInMonth(year, month)) return NaN;
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+}
+
+/** Whether requireTime accepts an instant: not before 2000, not more than a day ahead of `now`. */
+export function inTimeRange(ms: number, now: number): boolean {
+  return ms >= EARLIEST && ms <= now + 86_400_000;
+}
+
 // Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
 /** `YYYY-MM-DD…` names a day that exists (Date.parse would roll 2026-02-31 over into March). */
 function isCalendarDate(text: string): boolean {
@@ -90,7 +145,9 @@ function isCalendarDate(text: string): boolean {
 }
 
 const EARLIEST = Date.UTC(2000, 0, 1);
-const MAX_TEXT = 4096;
+export const MAX_TEXT = 4096;
+/** Longest sensor name. */
+export const MAX_SENSOR_NAME = 128;
 
 export class FieldError extends Error {}
 
@@ -123,7 +180,7 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
 }
 
 function checkRange(ms: number, value: unknown, field: string, now: number): number {
-  if (ms < EARLIEST || ms > now + 86_400_000) throw new FieldError(`${field} ${JSON.stringify(value)} is out of range (2000 to tomorrow)`);
+  if (!inTimeRange(ms, now)) throw new FieldError(`${field} ${JSON.stringify(value)} is out of range (2000 to tomorrow)`);
   return ms;
 }
 
@@ -147,7 +204,7 @@ export function optionalText(value: unknown, field: string): string | null {
 export function requireSensor(value: unknown, fallback: string | undefined, field: string): string {
   const name = value === undefined || value === null || value === '' ? fallback : value;
   if (typeof name !== 'string' || name.trim() === '') throw new FieldError(`${field} is missing (or pass --sensor)`);
-  if (name.length > 128) throw new FieldError(`${field} is longer than 128 characters`);
+  if (name.length > MAX_SENSOR_NAME) throw new FieldError(`${field} is longer than 128 characters`);
   return name.trim();
 }
 

@@ -1,11 +1,14 @@
-// Drives one ingest: lines → parser → batches → EventWriter. Parsing the next batch overlaps with the
-// database storing the previous one (two cores: Node parses while PostgreSQL inserts). Bad lines are
-// reported through `onReject` and never stop the rest. At most three batches exist (two being stored, one
-// being filled) and they are reused, so the memory an ingest needs does not grow with its size.
-import { EventBatch } from './batch.ts';
-import type { LineParser } from './event.ts';
-import { lineBatches } from './lines.ts';
-import type { BatchResult } from './writer.ts';
+// Drives one ingest: bytes → lines → parser → batches → windows of an EventWriter. Parsing the next batch
+// overlaps with the database storing the previous one (two cores: Node parses while PostgreSQL inserts).
+// Lines are cut from the input's bytes; a parser's byte-level reader gets first go at each line, and only
+// the lines it declines become strings for the parser itself. Bad lines are reported through `onReject` and
+// never stop the rest.
+//
+// Windows (one transaction each, writer.ts) close when they hold many addresses, have been open a while, or
+// the input pauses, so a stream from a live sensor becomes visible within a second or so of going quiet.
+import { BYTES_DECLINED, BYTES_EVENT, type LineParser } from './event.ts';
+import { RawEvent, type EventBatch } from './batch.ts';
+import type { EventWriter, IngestWindow } from './writer.ts';
 
 export interface IngestStats {
   lines: number;
@@ -21,11 +24,6 @@ export interface IngestStats {
 
 export const emptyStats = (): IngestStats => ({ lines: 0, accepted: 0, inserted: 0, skipped: 0, rejected: 0, bytes: 0 });
 
-export interface BatchSink {
-  /** Stores the batch; the batch must not be used once the returned promise settles (it is reused). */
-  writeBatch(batch: EventBatch): Promise<BatchResult>;
-}
-
 export interface IngestInput {
   /** Name shown in rejections (`file:line: reason`). */
   name: string;
@@ -33,73 +31,195 @@ export interface IngestInput {
   parser: LineParser;
 }
 
+export interface WindowLimits {
+  /** Close a window once it holds this many addresses (its facts are kept in memory until it commits). */
+  addresses: number;
+  /** ... or once it has been open this long. */
+  milliseconds: number;
+  /** ... or when the input has been quiet this long (streams only). */
+  idleMilliseconds: number;
+}
+
+export const DEFAULT_WINDOW_LIMITS: WindowLimits = { addresses: 200_000, milliseconds: 10_000, idleMilliseconds: 1_000 };
+
 export interface IngestOptions {
-  sink: BatchSink;
+  writer: EventWriter;
   stats?: IngestStats;
+  /** Events per batch (one COPY). */
   batchSize?: number;
+  windowLimits?: Partial<WindowLimits>;
   onReject?: (message: string) => void;
   /** Called after every stored batch. */
   onProgress?: (stats: IngestStats) => void;
 }
 
-/** Ingests the inputs in order into `sink`; returns the accumulated stats. */
+const IDLE = Symbol('idle');
+/**
+ * Lines parsed between turns of the event loop while the database works: a batch's store is several round
+ * trips (savepoint, COPY, …), and each of them waits for the parse loop to let go of the thread.
+ */
+const LINES_PER_TURN = 2048;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Ingests the inputs in order through `writer`; returns the accumulated stats. */
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
-  const { sink, batchSize = 10_000, onReject, onProgress } = options;
+  const { writer, batchSize = 10_000, onReject, onProgress } = options;
+  const limits = { ...DEFAULT_WINDOW_LIMITS, ...options.windowLimits };
   const stats = options.stats ?? emptyStats();
-  // Up to two batches in the database at once: one staging while the other inserts (the writer takes its
-  // lock only around the inserts). Their upserts commute, so the order they commit in does not matter.
-  const inFlight = new Set<Promise<void>>();
-  const spare: EventBatch[] = [];
+  const raw = new RawEvent();
   let failed: Error | undefined;
-  let batch = new EventBatch();
-  const flush = async () => {
+  const fail = (err: unknown) => {
+    failed ??= err instanceof Error ? err : new Error(String(err));
+  };
+
+  let window: IngestWindow = writer.window();
+  let openedAt = 0;
+  let batch: EventBatch = window.batch();
+  /** The batch being stored (one at a time: they share the window's connection). */
+  let storing: Promise<void> = Promise.resolve();
+  /** The previous window's commit. */
+  let committing: Promise<void> = Promise.resolve();
+
+  const closeWindow = () => {
+    const closing = window;
+    const stored = storing;
+    committing = (async () => {
+      await stored;
+      if (failed) throw failed;
+      await closing.commit();
+    })().catch(async (err: unknown) => {
+      fail(err);
+      await closing.abort();
+    });
+    window = writer.window();
+    openedAt = 0;
+  };
+
+  const storeBatch = async () => {
+    await storing;
+    if (failed) throw failed;
     const full = batch;
-    while (inFlight.size >= 2) await Promise.race(inFlight);
-    if (failed !== undefined) throw failed;
-    batch = spare.pop() ?? new EventBatch();
-    const p: Promise<void> = sink.writeBatch(full).then(
-      (r) => {
-        stats.inserted += r.inserted;
+    const into = window;
+    if (openedAt === 0) openedAt = Date.now();
+    storing = into.store(full).then(
+      (inserted) => {
+        stats.inserted += inserted;
         onProgress?.(stats);
       },
-      (err: unknown) => {
-        failed ??= err instanceof Error ? err : new Error(String(err));
-      },
-    ).finally(() => {
-      inFlight.delete(p);
-      full.clear();
-      spare.push(full);
-    });
-    inFlight.add(p);
+      fail,
+    ).finally(() => into.release(full));
+    if (into.facts.size >= limits.addresses || Date.now() - openedAt >= limits.milliseconds) closeWindow();
+    batch = window.batch();
   };
-  for (const input of inputs) {
-    const counted = countBytes(input.stream, stats);
-    for await (const lines of lineBatches(counted)) {
-      for (const { line, number } of lines) {
+
+  const flushAll = async () => {
+    if (batch.count) await storeBatch();
+    if (openedAt !== 0) closeWindow();
+    await storing;
+    await committing;
+    if (failed) throw failed;
+  };
+
+  try {
+    for (const input of inputs) {
+      const parser = input.parser;
+      const readBytes = parser.bytes;
+      let number = 0;
+      let rest: Buffer | undefined;
+      const chunks = isAsync(input.stream) ? withIdle(input.stream, limits.idleMilliseconds) : input.stream;
+      const handle = (buf: Buffer, start: number, end: number): void => {
         stats.lines++;
-        if (line.trim() === '') continue;
-        const r = input.parser(line);
-        if ('event' in r) {
+        number++;
+        if (end > start && buf[end - 1] === 13) end--;
+        if (readBytes !== undefined) {
+          const r = readBytes(buf, start, end, raw, writer.sensors);
+          if (r !== BYTES_DECLINED) {
+            if (r === BYTES_EVENT) {
+              stats.accepted++;
+              batch.addRaw(raw);
+            } else stats.skipped++;
+            return;
+          }
+        }
+        const line = buf.toString('utf8', start, end);
+        if (line.trim() === '') return;
+        const result = parser(line);
+        if ('event' in result) {
           stats.accepted++;
-          batch.add(r.event);
-          if (batch.count >= batchSize) await flush();
-        } else if ('error' in r) {
+          batch.add(result.event);
+        } else if ('error' in result) {
           stats.rejected++;
-          onReject?.(`${input.name}:${number}: ${r.error}`);
+          onReject?.(`${input.name}:${number}: ${result.error}`);
         } else stats.skipped++;
+      };
+      for await (const chunk of chunks) {
+        if (chunk === IDLE) {
+          // The input paused: what was read so far is stored and committed now.
+          if (batch.count) await storeBatch();
+          if (openedAt !== 0) closeWindow();
+          continue;
+        }
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        stats.bytes += bytes.length;
+        const buf = rest ? Buffer.concat([rest, bytes]) : bytes;
+        let pos = 0;
+        let turn = LINES_PER_TURN;
+        for (;;) {
+          const eol = buf.indexOf(10, pos);
+          if (eol < 0) break;
+          handle(buf, pos, eol);
+          pos = eol + 1;
+          if (batch.count >= batchSize) await storeBatch();
+          else if (--turn === 0) {
+            turn = LINES_PER_TURN;
+            await nextTurn();
+          }
+        }
+        rest = pos < buf.length ? buf.subarray(pos) : undefined;
       }
+      if (rest) handle(rest, 0, rest.length);
+      if (batch.count >= batchSize) await storeBatch();
     }
+    await flushAll();
+  } catch (err) {
+    fail(err);
+    await storing.catch(() => undefined);
+    await committing.catch(() => undefined);
+    await window.abort();
+    throw failed ?? new Error(String(err));
+  } finally {
+    window.release(batch);
+    // The window opened last may have stored nothing; it must end all the same (the writer's next window
+    // waits for it).
+    await window.abort();
   }
-  if (batch.count) await flush();
-  await Promise.all(inFlight);
-  if (failed !== undefined) throw failed;
   return stats;
 }
 
-async function* countBytes(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, stats: IngestStats): AsyncGenerator<Buffer | string> {
-  for await (const chunk of stream) {
-    stats.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
-    yield chunk;
+function isAsync<T>(stream: AsyncIterable<T> | Iterable<T>): stream is AsyncIterable<T> {
+  return Symbol.asyncIterator in stream;
+}
+
+/** The chunks of `source`, with IDLE yielded whenever none has come for `ms` milliseconds. */
+async function* withIdle<T>(source: AsyncIterable<T>, ms: number): AsyncGenerator<T | typeof IDLE> {
+  const it = source[Symbol.asyncIterator]();
+  let pending = it.next();
+  try {
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = new Promise<typeof IDLE>((resolve) => (timer = setTimeout(() => resolve(IDLE), ms)));
+      const next = await Promise.race([pending, idle]);
+      clearTimeout(timer);
+      if (next === IDLE) {
+        yield IDLE;
+        continue;
+      }
+      if (next.done) return;
+      yield next.value;
+      pending = it.next();
+    }
+  } finally {
+    await it.return?.();
   }
 }
 

@@ -58,7 +58,7 @@ export async function ingestRoute(app: FastifyInstance, { pool, token, bodyLimit
     writer ??= new EventWriter(pool, sharedEnricher());
     const errors: { line: number; reason: string }[] = [];
     const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format as InputFormat, { sensor }) }], {
-      sink: writer,
+      writer,
       onReject: (message) => {
         if (errors.length < MAX_REPORTED) {
           const m = /^body:(\d+): (.*)$/.exec(message);

@@ -41,7 +41,7 @@ function inputsOf(job: IngestJob): IngestInput[] {
     // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
     parser: parserFor(job.format, { sensor: job.sensor }),
     get stream(): AsyncIterable<Buffer> {
-      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 16 });
+      return name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 20 });
     },
   }));
 }
@@ -55,7 +55,7 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<vo
     const running = emptyStats();
     const stats = await ingest(inputsOf(job), {
       stats: running,
-      sink: new EventWriter(db.pool, sharedEnricher()),
+      writer: new EventWriter(db.pool, sharedEnricher()),
       batchSize: job.batchSize,
       onProgress: (s) => post({ kind: 'progress', stats: s }),
       // Only what the main thread prints crosses over; the rest is counted in the stats.

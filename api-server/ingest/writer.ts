@@ -1,36 +1,35 @@
-// Stores parsed events in bulk (docs/data-model.md "Ingest path"). Per batch, in one transaction:
-//   1. COPY the batch's rollup (per hour and address; per address, folded in as the events were parsed — see
-//      batch.ts) into two small temporary staging tables — optimistically, as if every event were new;
-//   2. store the events, skipping those already stored (so re-ingesting adds nothing), and count the rows
-//      actually inserted. A batch is usually all new, so it is first COPYed straight into `events` (in the
-//      order it arrived); a duplicate key aborts that COPY (inside a savepoint) and the batch goes the general
-//      way: COPY into a staging table, then INSERT ... ON CONFLICT DO NOTHING;
-//   3. take the ingest advisory lock;
-//   4. only inserted rows may count: when some were already stored, the inserted ones are identified by this
-//      transaction's xmin, read back and rolled up again;
-//   5. one statement upserts the rollup into ip_hourly (additive) and addresses (greatest() of timestamps).
-// Concurrent writers (the CLI's two connections, the HTTP route) thus store their events side by side — one
-// batch's events COPY runs while the previous batch upserts its rollup — and upsert one at a time, so their
-// upserts never deadlock on each other's rows. Only writers storing the same new events at the same moment can
-// wait on each other's rows; if that ever closes a cycle, PostgreSQL aborts one of them and it is retried.
-// Missing daily partitions are created before the batch's transaction, in one of their own.
+// Stores parsed events in bulk (docs/data-model.md "Ingest path"). Events are stored in windows: one
+// transaction each, holding the attack-data lock from its first batch to its commit, so windows of all
+// writers (CLI, HTTP route, other replicas) follow one another and never wait on each other's rows.
+//
+// Per batch (some thousands of events):
+//   1. register new sensor names and create missing daily partitions (inside the window's transaction);
+//   2. store the events, skipping those stored already (re-ingesting adds nothing). A batch is usually all
+//      new, so it is COPYed straight into `events` inside a savepoint; a duplicate key aborts that, and the
+//      batch goes the general way: COPY into a staging table, then one statement inserts what is new and
+//      appends the ip_hourly rows of exactly those events;
+//   3. on the direct way, append the batch's ip_hourly rows (computed while parsing) with one COPY.
+// At the window's end:
+//   4. its per-address facts (AddressFacts, folded while parsing) update the addresses already known and
+//      insert the others; commit.
+// Duplicates may be folded into the facts: every fact is a maximum, so a stored event changes nothing.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { SERVICES } from '../../common/vocabulary.ts';
+import { ATTACK_DATA_LOCK } from '../db/locks.ts';
 import type { Enricher, Enrichment } from '../enrich/enricher.ts';
-import { parseAddress, type Address } from '../enrich/address.ts';
-import type { Service, Source } from '../../common/vocabulary.ts';
-import { batchOf, EVENT_COLUMNS, type EventBatch } from './batch.ts';
+import { AddressFacts, MAX_SENSORS } from './address-facts.ts';
+import { EventBatch, EVENT_COLUMNS } from './batch.ts';
 import { BinaryCopyWriter } from './copy-binary.ts';
-import type { Action, AttackEvent } from './event.ts';
-import { MAX_PORTS, MAX_SENSORS, recentSensors, rollUp, type AddressRow, type HourlyRow, type Rollup, type RollupEvent } from './rollup.ts';
+import type { AttackEvent } from './event.ts';
+import { MAX_PORTS, type HourlyRows } from './hourly.ts';
+import { SensorNames } from './sensors.ts';
 
-const INGEST_LOCK = 0x626c6b66; // "blkf"
-/** Serialises the creation of partitions (a short transaction of its own, holding no other lock). */
-const PARTITION_LOCK = 0x626c6b70; // "blkp"
-/** Attempts at a batch that PostgreSQL aborted to break a deadlock (40P01). */
+/** Attempts at a window of in-memory events that PostgreSQL aborted to break a deadlock (40P01). */
 const DEADLOCK_ATTEMPTS = 5;
+const DAY = 86_400_000;
 
 // Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
 // needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
@@ -41,10 +40,6 @@ create temp table if not exists staging_events (
   ts timestamptz, id uuid, src_ip inet, dst_port integer, service text, proto text, source text, sensor text,
   action smallint, username text, command text
 ) on commit delete rows;
-create temp table if not exists staging_hourly (
-  hour timestamptz, ip inet, attacks integer, services integer, sources smallint, max_action smallint,
-  ports integer[], sensors integer[], first_seen timestamptz, last_seen timestamptz
-) on commit delete rows;
 create temp table if not exists staging_addresses (
   ip inet, first_seen timestamptz, last_seen timestamptz, last_honeypot timestamptz, last_telescope timestamptz,
   last_interaction timestamptz, last_high timestamptz, last_critical timestamptz, service_last timestamptz[],
@@ -53,94 +48,90 @@ create temp table if not exists staging_addresses (
   scanner_kind text, scanner_org text
 ) on commit delete rows;`;
 
-const INSERT_EVENTS = `
-insert into events (ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command)
-select ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command
-from staging_events
-on conflict do nothing`;
+const SERVICE_ARRAY = `array[${SERVICES.map((s) => `'${s}'`).join(', ')}]::text[]`;
 
 /**
- * What a rollup needs of the staged rows this transaction inserted (used only when some staged rows were
- * already stored). A semi-join: an event staged twice was inserted once and is read once.
+ * The general way (docs/data-model.md): inserts the staged events not stored yet and appends the ip_hourly
+ * rows of exactly those (the same rows hourly.ts computes: distinct ports ascending, the MAX_PORTS smallest;
+ * sensor ids ascending).
  */
-const INSERTED_BY_US = `
-select (extract(epoch from e.ts) * 1000)::float8 as ts, host(e.src_ip) as src, e.dst_port, e.service, e.source, e.sensor, e.action
-from events e
-where (e.ts, e.id) in (select ts, id from staging_events) and e.xmin = pg_current_xact_id()::xid`;
+const INSERT_NEW_EVENTS = `
+with inserted as (
+  insert into events (${EVENT_COLUMNS})
+  select ${EVENT_COLUMNS} from staging_events
+  on conflict do nothing
+  returning ts, src_ip, dst_port, service, source, sensor, action
+), hourly as (
+  insert into ip_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
+  select date_bin('1 hour', i.ts, timestamptz 'epoch'), i.src_ip, count(*),
+         coalesce(bit_or(1 << (array_position(${SERVICE_ARRAY}, i.service) - 1)), 0),
+         bit_or(case i.source when 'honeypot' then 1 else 2 end),
+         max(i.action),
+         coalesce((array_agg(distinct i.dst_port order by i.dst_port) filter (where i.dst_port is not null))[1:${MAX_PORTS}], '{}'),
+         array_agg(distinct s.id order by s.id),
+         min(i.ts), max(i.ts)
+  from inserted i join sensors s on s.name = i.sensor
+  group by 1, 2
+  returning 1
+)
+select count(*)::int as inserted from inserted`;
+
+const ADDRESS_COLUMNS = `ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical,
+  service_last, sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org`;
 
 const SENSOR_MERGE = (column: 'id' | 'last') => `(
       select array_agg(${column} order by last desc, id) from (
         select id, max(last) as last
-        from unnest(a.sensor_ids || excluded.sensor_ids, a.sensor_last || excluded.sensor_last) as u(id, last)
+        from unnest(a.sensor_ids || s.sensor_ids, a.sensor_last || s.sensor_last) as u(id, last)
         group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged)`;
 // The common case: the address's most recent sensor saw it again, later. Only its time changes.
-const SAME_SENSOR_AGAIN = `cardinality(excluded.sensor_ids) = 1 and a.sensor_ids[1] = excluded.sensor_ids[1]
-      and excluded.sensor_last[1] >= a.sensor_last[1]`;
+const SAME_SENSOR_AGAIN = `cardinality(s.sensor_ids) = 1 and a.sensor_ids[1] = s.sensor_ids[1]
+      and s.sensor_last[1] >= a.sensor_last[1]`;
 
-const UPSERT_ROLLUPS = `
-with hourly as (
-  insert into ip_hourly as h (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
-  select hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen from staging_hourly
-  on conflict (hour, ip) do update set
-    attacks = h.attacks + excluded.attacks,
-    services = h.services | excluded.services,
-    sources = h.sources | excluded.sources,
-    max_action = greatest(h.max_action, excluded.max_action),
-    ports = case when excluded.ports <@ h.ports then h.ports else (
-      select coalesce(array_agg(p order by p), '{}')
-      from (select distinct p from unnest(h.ports || excluded.ports) as p order by p limit ${MAX_PORTS}) as d) end,
-    sensors = case when excluded.sensors <@ h.sensors then h.sensors else (
-      select array_agg(distinct s order by s) from unnest(h.sensors || excluded.sensors) as s) end,
-    first_seen = least(h.first_seen, excluded.first_seen),
-    last_seen = greatest(h.last_seen, excluded.last_seen)
-  returning 1
-)
-insert into addresses as a (ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high,
-                            last_critical, service_last, sensor_ids, sensor_last, country, province, city, carrier, isp,
-                            asn, as_name, net, scanner_kind, scanner_org)
-select ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical, service_last,
-       sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org
-from staging_addresses
-on conflict (ip) do update set
-  first_seen = least(a.first_seen, excluded.first_seen),
-  last_seen = greatest(a.last_seen, excluded.last_seen),
-  last_honeypot = greatest(a.last_honeypot, excluded.last_honeypot),
-  last_telescope = greatest(a.last_telescope, excluded.last_telescope),
-  last_interaction = greatest(a.last_interaction, excluded.last_interaction),
-  last_high = greatest(a.last_high, excluded.last_high),
-  last_critical = greatest(a.last_critical, excluded.last_critical),
-  service_last = (select array_agg(greatest(o, n) order by i)
-                  from unnest(a.service_last, excluded.service_last) with ordinality as u(o, n, i)),
+/**
+ * Known addresses take the later of each fact (greatest() ignores NULL), new ones are inserted with their
+ * enrichment. Two statements rather than INSERT … ON CONFLICT: under the attack-data lock no other writer
+ * inserts addresses meanwhile, and a plain insert costs PostgreSQL half of a speculative one.
+ *
+ * Both join the staged rows to `addresses` by its primary key. Right after a bulk load or a truncate the
+ * table's statistics can claim it is nearly empty, and the planner then scans all of it once per staged row
+ * (seen: minutes instead of a second); with sequential scans off it looks each address up in the index.
+ */
+const MERGE_ADDRESSES = `
+set local enable_seqscan = off;
+update addresses a set
+  first_seen = least(a.first_seen, s.first_seen),
+  last_seen = greatest(a.last_seen, s.last_seen),
+  last_honeypot = greatest(a.last_honeypot, s.last_honeypot),
+  last_telescope = greatest(a.last_telescope, s.last_telescope),
+  last_interaction = greatest(a.last_interaction, s.last_interaction),
+  last_high = greatest(a.last_high, s.last_high),
+  last_critical = greatest(a.last_critical, s.last_critical),
+  service_last = array[${SERVICES.map((_, i) => `greatest(a.service_last[${i + 1}], s.service_last[${i + 1}])`).join(', ')}],
   sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
-  sensor_last = case when ${SAME_SENSOR_AGAIN} then array[excluded.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end`;
+  sensor_last = case when ${SAME_SENSOR_AGAIN} then array[s.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end
+from staging_addresses s
+where a.ip = s.ip;
+insert into addresses (${ADDRESS_COLUMNS})
+select ${ADDRESS_COLUMNS} from staging_addresses s
+where not exists (select 1 from addresses a where a.ip = s.ip);`;
 
 async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
   await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
 }
 
-interface InsertedRow {
-  ts: number;
-  src: string;
-  dst_port: number | null;
-  service: Service | null;
-  source: Source;
-  sensor: string;
-  action: Action;
-}
-
-const DAY = 86_400_000;
 // Addresses whose enrichment columns are remembered: two generations of at most this many each.
 const ENRICHED_REMEMBERED = 50_000;
 
 /**
  * The enrichment columns of addresses seen lately, encoded (copy-binary.ts) as a latin1 string: an address
- * recurs in batch after batch, and the lookups and their encoding need doing once per run, not once per batch.
- * Bounded like the Cowrie parser's sessions: when the young generation fills, the old one is dropped whole. The
- * tables do not change while a process runs, so remembered columns are what a fresh lookup would give.
+ * recurs window after window, and the lookups and their encoding need doing once per run. Bounded without
+ * per-entry cost: when the young generation fills, the old one is dropped whole. The tables do not change
+ * while a process runs, so remembered columns are what a fresh lookup would give.
  */
 class EnrichedColumns {
-  private young = new Map<string, string>();
-  private old = new Map<string, string>();
+  private young = new Map<number | string, string>();
+  private old = new Map<number | string, string>();
   private readonly enricher: Enricher;
   private readonly scratch = new BinaryCopyWriter(1024);
 
@@ -148,11 +139,11 @@ class EnrichedColumns {
     this.enricher = enricher;
   }
 
-  of(address: AddressRow['address']): string {
-    const key = address.text;
+  of(facts: AddressFacts, slot: number): string {
+    const key = facts.isV4(slot) ? facts.v4(slot) : facts.address(slot).text;
     let columns = this.young.get(key);
     if (columns !== undefined) return columns;
-    columns = this.old.get(key) ?? this.encode(this.enricher.enrich(address));
+    columns = this.old.get(key) ?? this.encode(this.enricher.enrich(facts.address(slot)));
     if (this.young.size >= ENRICHED_REMEMBERED) {
       this.old = this.young;
       this.young = new Map();
@@ -184,184 +175,316 @@ export interface BatchResult {
 }
 
 export class EventWriter {
+  readonly sensors = new SensorNames();
   private readonly pool: pg.Pool;
   private readonly enriched: EnrichedColumns;
-  /** Reusable buffers for the staging COPYs (one per batch being stored). */
+  private readonly spareFacts: AddressFacts[] = [];
   private readonly spareWriters: BinaryCopyWriter[] = [];
+  private readonly spareBatches: EventBatch[] = [];
   private readonly prepared = new WeakSet<pg.PoolClient>();
-  private readonly sensorIds = new Map<string, number>();
-  private readonly ensuredDays = new Set<number>();
+  /** Days whose partitions exist (created by a committed window); recent ones only, as retention drops old ones. */
+  readonly ensuredDays = new Set<number>();
+  /** The last window opened: the next one starts its transaction once this one has ended. */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(pool: pg.Pool, enricher: Enricher) {
     this.pool = pool;
     this.enriched = new EnrichedColumns(enricher);
   }
 
+  /** A new window; its transaction begins with its first batch, after the writer's previous window ended. */
+  window(): IngestWindow {
+    const previous = this.last;
+    const window = new IngestWindow(this, this.spareFacts.pop() ?? new AddressFacts(), previous);
+    this.last = window.ended;
+    return window;
+  }
+
+  /** Stores `events` in a window of their own (the HTTP route, the demo, tests). */
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
-    return this.writeBatch(batchOf(events));
-  }
-
-  async writeBatch(batch: EventBatch): Promise<BatchResult> {
-    if (batch.count === 0) return { inserted: 0 };
     for (let attempt = 1; ; attempt++) {
+      const window = this.window();
+      const batch = window.batch();
       try {
-        return await this.tryBatch(batch);
+        for (const e of events) batch.add(e);
+        if (batch.count) await window.store(batch);
+        return { inserted: await window.commit() };
       } catch (err) {
+        await window.abort();
+        // Only a deadlock with a transaction that does not take the attack-data lock is worth another try.
         if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_ATTEMPTS) throw err;
+      } finally {
+        window.release(batch);
       }
     }
   }
 
-  private async tryBatch(batch: EventBatch): Promise<BatchResult> {
-    const unknownSensors = [...batch.sensors].filter((name) => !this.sensorIds.has(name));
-    const client = await this.pool.connect();
-    let failure: Error | undefined;
+  /** @internal the pieces a window borrows */
+  connect(): Promise<pg.PoolClient> {
+    return this.pool.connect();
+  }
+
+  /** @internal */
+  async prepare(client: pg.PoolClient): Promise<void> {
+    if (this.prepared.has(client)) return;
+    await client.query(STAGING);
+    this.prepared.add(client);
+  }
+
+  /** @internal a batch (recycled) folding into `facts` */
+  batchFor(facts: AddressFacts): EventBatch {
+    const batch = this.spareBatches.pop() ?? new EventBatch(facts, this.sensors);
+    batch.foldInto(facts);
+    return batch;
+  }
+
+  /** @internal */
+  releaseBatch(batch: EventBatch): void {
+    batch.clear();
+    // A few are enough: one being filled, one being stored, one for a window that is committing.
+    if (this.spareBatches.length < 3) this.spareBatches.push(batch);
+  }
+
+  /** @internal */
+  encoder(): BinaryCopyWriter {
+    return this.spareWriters.pop() ?? new BinaryCopyWriter();
+  }
+
+  /** @internal */
+  returnEncoder(out: BinaryCopyWriter): void {
+    out.clear();
+    this.spareWriters.push(out);
+  }
+
+  /** @internal */
+  returnFacts(facts: AddressFacts): void {
+    facts.clear();
+    this.spareFacts.push(facts);
+  }
+
+  /** @internal encoded enrichment of a slot's address */
+  enrichment(facts: AddressFacts, slot: number): string {
+    return this.enriched.of(facts, slot);
+  }
+}
+
+/**
+ * One transaction of a writer: batches are stored into it one after another (`store`), then `commit` writes
+ * the window's address facts. A window is used by one caller at a time.
+ */
+export class IngestWindow {
+  readonly facts: AddressFacts;
+  /** Resolves (never rejects) when the window has committed or rolled back. */
+  readonly ended: Promise<void>;
+  /** Events newly stored so far. */
+  inserted = 0;
+  /** Events of the batches stored so far (duplicates included). */
+  events = 0;
+  private readonly writer: EventWriter;
+  private readonly previous: Promise<unknown>;
+  private client: pg.PoolClient | undefined;
+  private failed: Error | undefined;
+  private done = false;
+  private end!: () => void;
+  // After a batch held duplicates, the next ones are likely to (a file ingested again): they go the general
+  // way at once, until one turns out all new.
+  private direct = true;
+  /** Sensor names and days this window registered or created, to forget if it rolls back. */
+  private readonly newSensors: string[] = [];
+  private readonly newDays = new Set<number>();
+  /** Days this window appended ip_hourly rows to (compaction merges them later). */
+  private readonly touchedDays = new Set<number>();
+
+  constructor(writer: EventWriter, facts: AddressFacts, previous: Promise<unknown>) {
+    this.writer = writer;
+    this.facts = facts;
+    this.previous = previous;
+    this.ended = new Promise((resolve) => (this.end = resolve));
+  }
+
+  /** An empty batch folding into this window. */
+  batch(): EventBatch {
+    return this.writer.batchFor(this.facts);
+  }
+
+  /** Gives a batch back to the writer for reuse (by this window or another). */
+  release(batch: EventBatch): void {
+    this.writer.releaseBatch(batch);
+  }
+
+  /** Stores a batch's events and ip_hourly rows. Resolves with the events newly stored. */
+  async store(batch: EventBatch): Promise<number> {
+    const client = await this.begin();
     try {
-      if (!this.prepared.has(client)) {
-        await client.query(STAGING);
-        this.prepared.add(client);
-      }
-      if (unknownSensors.length) await this.resolveSensors(client, unknownSensors);
+      await this.registerSensors(client);
       await this.ensurePartitions(client, batch.days);
-      await client.query('begin');
-      try {
-        // Staging and the events COPY need no lock (temporary tables are per session; other writers' events
-        // are other rows), so they overlap with another writer's upsert. The rollup is staged optimistically,
-        // as if the whole batch were new.
-        await this.stageRollup(client, batch.rollup);
-        const inserted = await this.insertEvents(client, batch);
-        if (inserted > 0) {
-          await client.query('select pg_advisory_xact_lock($1)', [INGEST_LOCK]);
-          if (inserted < batch.count) {
-            await client.query('truncate staging_hourly, staging_addresses');
-            await this.stageRollup(client, rollUp(await this.insertedByUs(client)));
-          }
-          await client.query(UPSERT_ROLLUPS);
-        }
-        await client.query('commit');
-        return { inserted };
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      }
+      const inserted = await this.insertEvents(client, batch);
+      this.inserted += inserted;
+      this.events += batch.count;
+      return inserted;
     } catch (err) {
-      failure = err instanceof Error ? err : new Error(String(err));
+      this.failed ??= err as Error;
       throw err;
-    } finally {
-      // A connection that failed mid-batch (e.g. a COPY cut short) is closed rather than reused.
-      client.release(failure);
     }
   }
 
-  /**
-   * Creates missing daily partitions, in a transaction of its own that holds only the partition lock (so it
-   * waits for writers inserting into `events` without any of them waiting for it). Days this writer already
-   * ensured are skipped unless they are old enough for retention to have dropped them since.
-   */
-  private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
-    const recent = Math.floor(Date.now() / DAY) - 25;
-    const needed = [...days].filter((d) => d < recent || !this.ensuredDays.has(d));
-    if (!needed.length) return;
-    const dayList = needed.map((d) => new Date(d * DAY).toISOString().slice(0, 10));
-    await client.query('begin');
+  /** Writes the window's address facts and commits; resolves with the events newly stored by the window. */
+  async commit(): Promise<number> {
+    if (this.failed) throw this.failed;
+    if (this.client === undefined) {
+      this.finish();
+      return 0;
+    }
+    const client = this.client;
     try {
-      await client.query('select pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
-      await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [dayList]);
+      await this.mergeAddresses(client);
+      await client.query('insert into ip_hourly_dirty (day) select unnest($1::date[]) on conflict do nothing', [[...this.touchedDays].map(dayText)]);
       await client.query('commit');
     } catch (err) {
-      await client.query('rollback').catch(() => undefined);
+      this.failed ??= err as Error;
+      await this.abort();
       throw err;
     }
-    for (const d of needed) if (d >= recent) this.ensuredDays.add(d);
+    const recent = Math.floor(Date.now() / DAY) - 25;
+    for (const day of this.newDays) if (day >= recent) this.writer.ensuredDays.add(day);
+    this.finish();
+    return this.inserted;
   }
 
-  /** Stores the events that are not stored yet; returns how many that was. */
-  private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
-    await client.query('savepoint direct_copy');
-    try {
-      await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
-      await client.query('release savepoint direct_copy');
-      return batch.count;
-    } catch (err) {
-      if ((err as { code?: string }).code !== '23505') throw err;
-      // Back in the top-level transaction, so the rows inserted next carry its xid (see INSERTED_BY_US).
-      await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
+  /** Rolls back (after a failure, or to give up); safe to call more than once. */
+  async abort(): Promise<void> {
+    if (this.done) return;
+    const client = this.client;
+    if (client) {
+      await client.query('rollback').catch(() => undefined);
+      for (const name of this.newSensors) this.writer.sensors.register(name, -1);
     }
-    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
-    const { rowCount } = await client.query(INSERT_EVENTS);
-    return rowCount ?? 0;
+    this.finish(this.failed);
   }
 
-  private async resolveSensors(client: pg.PoolClient, names: string[]): Promise<void> {
+  private finish(failure?: Error): void {
+    if (this.done) return;
+    this.done = true;
+    // A connection that failed mid-window (e.g. a COPY cut short) is closed rather than reused.
+    this.client?.release(failure);
+    this.client = undefined;
+    this.writer.returnFacts(this.facts);
+    this.end();
+  }
+
+  private async begin(): Promise<pg.PoolClient> {
+    if (this.failed) throw this.failed;
+    if (this.client) return this.client;
+    await this.previous;
+    const client = await this.writer.connect();
+    this.client = client;
+    await this.writer.prepare(client);
+    await client.query(`begin; select pg_advisory_xact_lock(${ATTACK_DATA_LOCK})`);
+    return client;
+  }
+
+  private async registerSensors(client: pg.PoolClient): Promise<void> {
+    const names = this.writer.sensors.unregistered();
+    if (!names.length) return;
     await client.query('insert into sensors (name) select unnest($1::text[]) on conflict (name) do nothing', [names]);
     const { rows } = await client.query<{ id: number; name: string }>('select id, name from sensors where name = any($1::text[])', [names]);
-    for (const r of rows) this.sensorIds.set(r.name, r.id);
+    for (const r of rows) this.writer.sensors.register(r.name, r.id);
+    this.newSensors.push(...names);
   }
 
-  private async insertedByUs(client: pg.PoolClient): Promise<RollupEvent[]> {
-    const { rows } = await client.query<InsertedRow>(INSERTED_BY_US);
-    return rows.map((r) => ({
-      ts: r.ts,
-      src: parseAddress(r.src) as RollupEvent['src'],
-      dstPort: r.dst_port,
-      service: r.service,
-      source: r.source,
-      sensor: r.sensor,
-      action: r.action,
-    }));
+  /** Creates the missing daily partitions; days this writer ensured are skipped unless retention may have dropped them. */
+  private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
+    const recent = Math.floor(Date.now() / DAY) - 25;
+    for (const d of days) this.touchedDays.add(d);
+    const needed = [...days].filter((d) => (d < recent || !this.writer.ensuredDays.has(d)) && !this.newDays.has(d));
+    if (!needed.length) return;
+    await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [needed.map(dayText)]);
+    for (const d of needed) this.newDays.add(d);
   }
 
-  private async stageRollup(client: pg.PoolClient, rollup: Rollup): Promise<void> {
-    const sensorId = (name: string) => this.sensorIds.get(name) as number;
-    const out = this.spareWriters.pop() ?? new BinaryCopyWriter();
+  /** Stores the batch's events that are not stored yet, with their ip_hourly rows; returns how many that was. */
+  private async insertEvents(client: pg.PoolClient, batch: EventBatch): Promise<number> {
+    if (this.direct) {
+      await client.query('savepoint direct_copy');
+      try {
+        await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
+        await client.query('release savepoint direct_copy');
+        await this.appendHourly(client, batch.hourly);
+        return batch.count;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '23505') throw err;
+        await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
+      }
+    }
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
+    const { rows } = await client.query<{ inserted: number }>(INSERT_NEW_EVENTS);
+    await client.query('truncate staging_events');
+    const inserted = rows[0]?.inserted ?? 0;
+    this.direct = inserted === batch.count;
+    return inserted;
+  }
+
+  private async appendHourly(client: pg.PoolClient, hourly: HourlyRows): Promise<void> {
+    if (hourly.count === 0) return;
+    const out = this.writer.encoder();
+    const facts = this.facts;
+    const sensors = this.writer.sensors;
+    const dbId = (local: number) => sensors.dbId(local);
     try {
-      for (const a of rollup.addresses.values()) for (const h of a.hours) hourlyRow(out, h, a.address, sensorId);
-      await copyInto(client, 'copy staging_hourly from stdin with (format binary)', out.stream());
-      out.clear();
-      for (const a of rollup.addresses.values()) addressRow(out, a, sensorId, this.enriched.of(a.address));
-      await copyInto(client, 'copy staging_addresses from stdin with (format binary)', out.stream());
+      for (let r = 0; r < hourly.count; r++) {
+        const slot = hourly.slot[r] as number;
+        out.row(10);
+        out.timestamp(hourly.hour[r] as number);
+        if (facts.isV4(slot)) out.inet4(facts.v4(slot));
+        else out.inet(facts.address(slot));
+        out.int32(hourly.attacks[r] as number);
+        out.int32(hourly.services[r] as number);
+        out.int16(hourly.sources[r] as number);
+        out.int16(hourly.maxAction[r] as number);
+        out.int32Array(hourly.ports[r] as number[]);
+        out.idArray(hourly.sensors[r] as number[], dbId);
+        out.timestamp(hourly.firstSeen[r] as number);
+        out.timestamp(hourly.lastSeen[r] as number);
+      }
+      await copyInto(client, 'copy ip_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen) from stdin with (format binary)', out.stream());
     } finally {
-      out.clear();
-      this.spareWriters.push(out);
+      this.writer.returnEncoder(out);
     }
   }
-}
 
-/** A row of staging_hourly. */
-function hourlyRow(out: BinaryCopyWriter, h: HourlyRow, address: Address, sensorId: (name: string) => number): void {
-  out.row(10);
-  out.timestamp(h.hour);
-  out.inet(address);
-  out.int32(h.attacks);
-  out.int32(h.services);
-  out.int16(h.sources);
-  out.int16(h.maxAction);
-  out.int32Array(h.ports);
-  out.idArray(h.sensors, sensorId);
-  out.timestamp(h.firstSeen);
-  out.timestamp(h.lastSeen);
-}
-
-/** A row of staging_addresses; `enrichment` is its last eleven columns, encoded (EnrichedColumns). */
-function addressRow(out: BinaryCopyWriter, a: AddressRow, sensorId: (name: string) => number, enrichment: string): void {
-  out.row(21);
-  out.inet(a.address);
-  out.timestamp(a.firstSeen);
-  out.timestamp(a.lastSeen);
-  out.timestamp(a.lastHoneypot);
-  out.timestamp(a.lastTelescope);
-  out.timestamp(a.lastInteraction);
-  out.timestamp(a.lastHigh);
-  out.timestamp(a.lastCritical);
-  out.timestampArray(a.serviceLast);
-  if (a.sensorNames.length === 1) {
-    // The common case: one sensor saw the address in this batch.
-    out.idArray(a.sensorNames, sensorId);
-    out.timestampArray(a.sensorTimes);
-  } else {
-    const sensors = recentSensors(a, sensorId);
-    out.int32Array(sensors.map((s) => s[0]));
-    out.timestampArray(sensors.map((s) => s[1]));
+  private async mergeAddresses(client: pg.PoolClient): Promise<void> {
+    const facts = this.facts;
+    if (facts.size === 0) return;
+    const out = this.writer.encoder();
+    const sensors = this.writer.sensors;
+    const dbId = (local: number) => sensors.dbId(local);
+    const serviceLast: (number | null)[] = SERVICES.map(() => null);
+    try {
+      for (let slot = 0; slot < facts.size; slot++) {
+        out.row(21);
+        if (facts.isV4(slot)) out.inet4(facts.v4(slot));
+        else out.inet(facts.address(slot));
+        out.timestamp(facts.firstSeen[slot] as number);
+        out.timestamp(facts.lastSeen[slot] as number);
+        out.timestamp(orNull(facts.lastHoneypot[slot] as number));
+        out.timestamp(orNull(facts.lastTelescope[slot] as number));
+        out.timestamp(orNull(facts.lastInteraction[slot] as number));
+        out.timestamp(orNull(facts.lastHigh[slot] as number));
+        out.timestamp(orNull(facts.lastCritical[slot] as number));
+        for (let s = 0; s < SERVICES.length; s++) serviceLast[s] = orNull(facts.serviceLast[slot * SERVICES.length + s] as number);
+        out.timestampArray(serviceLast);
+        const recent = facts.recentSensors(slot, dbId);
+        out.int32Array(recent.map((s) => s[0]));
+        out.timestampArray(recent.map((s) => s[1]));
+        out.raw(this.writer.enrichment(facts, slot));
+      }
+      await copyInto(client, 'copy staging_addresses from stdin with (format binary)', out.stream());
+    } finally {
+      this.writer.returnEncoder(out);
+    }
+    await client.query(MERGE_ADDRESSES);
   }
-  out.raw(enrichment);
 }
+
+const dayText = (day: number) => new Date(day * DAY).toISOString().slice(0, 10);
+const orNull = (t: number): number | null => (t === 0 ? null : t);

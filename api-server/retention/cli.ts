@@ -3,20 +3,21 @@ import type { Command } from 'commander';
 import { commandContext } from '../../common/cli-support.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
-import { applyRetention, MARGIN_DAYS, RETENTION_DAYS } from './retention.ts';
+import { maintain, MARGIN_DAYS, RETENTION_DAYS } from './retention.ts';
 
 export function registerRetentionCommands(program: Command): void {
   program
     .command('retention')
-    .description(`drop raw events and rollups older than ${RETENTION_DAYS} days + ${MARGIN_DAYS} days margin (serve does this hourly)`)
+    .description(`drop raw events and rollups older than ${RETENTION_DAYS} days + ${MARGIN_DAYS} days margin, and compact the hourly rollups (serve does both hourly)`)
     .action(async () => {
       const { config, log } = commandContext();
       const db = await openDatabase({ config, log, applicationName: 'blockfeed-retention', poolSize: 1 });
       try {
         await migrate(db.pool, log);
-        const r = await applyRetention(db.pool);
+        const r = await maintain(db.pool);
         process.stdout.write(
-          `dropped ${r.droppedPartitions} partitions and ${r.removedAddresses} addresses older than ${r.cutoff.toISOString()}\n`,
+          `dropped ${r.droppedPartitions} partitions and ${r.removedAddresses} addresses older than ${r.cutoff.toISOString()}; ` +
+            `compacted the hourly rollups of ${r.compaction.days} days into ${r.compaction.mergedRows} rows\n`,
         );
       } finally {
         await db.close();

@@ -2,6 +2,8 @@
 // dropped a whole daily partition at a time (DROP TABLE, never DELETE); addresses not seen since then go too.
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
+import { ATTACK_DATA_LOCK } from '../db/locks.ts';
+import { compactHourly, type CompactionResult } from './compaction.ts';
 
 export const RETENTION_DAYS = 30;
 export const MARGIN_DAYS = 2;
@@ -23,6 +25,8 @@ export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<R
   const client = await pool.connect();
   try {
     await client.query('begin');
+    await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
+    await client.query('delete from ip_hourly_dirty where day < $1::date', [cutoff]);
     const dropped = await client.query<{ n: number }>('select drop_attack_partitions_before($1) as n', [cutoff]);
     const removed = await client.query('delete from addresses where last_seen < $1', [cutoff]);
     await client.query('commit');
@@ -35,15 +39,22 @@ export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<R
   }
 }
 
-/** Runs retention now and then every `intervalMs` (serve); returns a function that stops it. */
+/** Retention, then compaction of the hourly rows ingest appended since the last run. */
+export async function maintain(pool: pg.Pool, now = new Date()): Promise<RetentionResult & { compaction: CompactionResult }> {
+  const retention = await applyRetention(pool, now);
+  return { ...retention, compaction: await compactHourly(pool) };
+}
+
+/** Runs retention and compaction now and then every `intervalMs` (serve); returns a function that stops it. */
 export function scheduleRetention(pool: pg.Pool, log: Logger, intervalMs = 3_600_000): () => void {
   let running = false;
   const run = () => {
     if (running) return;
     running = true;
-    applyRetention(pool)
+    maintain(pool)
       .then((r) => {
         if (r.droppedPartitions || r.removedAddresses) log.info({ ...r, cutoff: r.cutoff.toISOString() }, 'retention applied');
+        if (r.compaction.days) log.debug(r.compaction, 'hourly rows compacted');
       })
       .catch((err: Error) => log.warn({ err: { message: err.message } }, 'retention failed; will retry'))
       .finally(() => (running = false));

@@ -2,12 +2,17 @@
 // src_ip, dst_port and protocol (on cowrie.session.connect), session, sensor, username (logins), input
 // (commands), url / filename (file transfers). Only the connect line carries the destination port, so the
 // parser remembers each session's port and protocol for the lines that follow it.
-import { serviceOfPort, type Service } from '../../../common/vocabulary.ts';
+import { SERVICES, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
+import { dottedQuadBytes } from '../../enrich/address.ts';
+import { TEXT, type RawEvent } from '../batch.ts';
 import {
-  FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId,
-  type Action, type LineParser, type ParserOptions,
+  BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, isoUtcBytes, optionalPort,
+  optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId, type Action, type ByteLineReader, type LineParser,
+  type ParserOptions,
 } from '../event.ts';
 import { readFlatObject } from '../flat-json.ts';
+import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual, plainInteger } from '../flat-json-bytes.ts';
+import type { SensorNames } from '../sensors.ts';
 
 /** What each kept eventid means; other eventids (client.version, kex, session.closed, ...) are housekeeping. */
 const ACTIONS: Readonly<Record<string, Action>> = {
@@ -70,13 +75,14 @@ class RecentSessions {
 /** `read` turns a line into its fields; the default is the fast one (tests compare it with parseJsonObject). */
 export function cowrieParser(options: ParserOptions = {}, read: (line: string) => Record<string, unknown> = readCowrieLine): LineParser {
   const sessions = new RecentSessions();
-  return (line) =>
+  const parse = (line: string) =>
     guarded(() => {
       const o = read(line);
       if (typeof o.eventid !== 'string') throw new FieldError('eventid is missing');
       const sessionId = typeof o.session === 'string' ? o.session : undefined;
       if (o.eventid === 'cowrie.session.closed' && sessionId) sessions.delete(sessionId);
-      const action = ACTIONS[o.eventid];
+      // Own keys only: an eventid such as "toString" is not an action.
+      const action = Object.hasOwn(ACTIONS, o.eventid) ? ACTIONS[o.eventid] : undefined;
       if (action === undefined) return { skip: true };
       let session = sessionId ? sessions.get(sessionId) : undefined;
       if (o.eventid === 'cowrie.session.connect') {
@@ -116,4 +122,165 @@ export function cowrieParser(options: ParserOptions = {}, read: (line: string) =
         }),
       };
     });
+  return Object.assign(parse, { bytes: cowrieBytesReader(sessions, options.sensor ?? 'cowrie') });
+}
+
+// The byte-level reader of the common Cowrie line: the same result as the parser above, for lines that are
+// flat objects of plain ASCII values; anything it is not sure of, it declines.
+
+const FIELDS = ['eventid', 'session', 'protocol', 'dst_port', 'timestamp', 'src_ip', 'sensor', 'username', 'input', 'url', 'filename', 'outfile'] as const;
+const F = Object.fromEntries(FIELDS.map((name, i) => [name, i])) as Record<(typeof FIELDS)[number], number>;
+
+/** What the reader does with each eventid it knows; the forwards (direct-tcpip) go the general way. */
+const CONNECT = 1;
+const LOGIN = 2;
+const COMMAND = 3;
+const DOWNLOAD = 4;
+const UPLOAD = 5;
+const CLOSED = 6;
+const KINDS: [Buffer, number][] = [
+  ['cowrie.session.connect', CONNECT],
+  ['cowrie.login.failed', LOGIN],
+  ['cowrie.login.success', LOGIN],
+  ['cowrie.command.input', COMMAND],
+  ['cowrie.command.failed', COMMAND],
+  ['cowrie.session.file_download', DOWNLOAD],
+  ['cowrie.session.file_download.failed', DOWNLOAD],
+  ['cowrie.session.file_upload', UPLOAD],
+  ['cowrie.session.closed', CLOSED],
+].map(([name, kind]) => [Buffer.from(name as string), kind as number]);
+const FORWARD = Buffer.from('cowrie.direct-tcpip.request');
+const TELNET = Buffer.from('telnet');
+const PREFIX = { download: Buffer.from('download '), upload: Buffer.from('upload '), bareDownload: Buffer.from('download'), bareUpload: Buffer.from('upload') };
+const SSH = SERVICES.indexOf('ssh');
+const TELNET_SERVICE = SERVICES.indexOf('telnet');
+
+function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): ByteLineReader {
+  const fields = new FlatFields(FIELDS);
+  const { kind, start, end } = fields;
+  const fallbackOk = fallbackSensor.length <= MAX_SENSOR_NAME && fallbackSensor.trim() === fallbackSensor && fallbackSensor !== '' && /^[\x20-\x7e]*$/.test(fallbackSensor);
+  const fallbackBytes = Buffer.from(fallbackSensor);
+
+  /** A string field as optionalText gives it, when plain: 1 = present, 0 = null, -1 = decline. */
+  const text = (f: number): number => {
+    const k = kind[f];
+    if (k === ABSENT || k === NULL) return 0;
+    return k === STRING && (end[f] as number) - (start[f] as number) <= MAX_TEXT ? 1 : -1;
+  };
+  /** optionalPort of a field: the port, null (-1), or undefined when the general path must decide. */
+  const port = (line: Buffer, f: number): number | undefined => {
+    const k = kind[f];
+    if (k === NULL) return -1;
+    if (k !== NUMBER) return undefined;
+    const n = plainInteger(line, start[f] as number, end[f] as number);
+    return n >= 0 && n <= 65535 ? n : undefined;
+  };
+
+  return (line: Buffer, from: number, to: number, out: RawEvent, sensors: SensorNames): number => {
+    if (!fields.read(line, from, to)) return BYTES_DECLINED;
+    if (kind[F.eventid] !== STRING) return BYTES_DECLINED;
+    const e0 = start[F.eventid] as number;
+    const e1 = end[F.eventid] as number;
+    let what = 0;
+    for (const [name, k] of KINDS) {
+      if (bytesEqual(line, e0, e1, name)) {
+        what = k;
+        break;
+      }
+    }
+    if (what === 0 && bytesEqual(line, e0, e1, FORWARD)) return BYTES_DECLINED;
+    const sessionId = kind[F.session] === STRING ? line.toString('latin1', start[F.session], end[F.session]) : undefined;
+    if (what === CLOSED || what === 0) {
+      if (what === CLOSED && sessionId) sessions.delete(sessionId);
+      return BYTES_SKIP;
+    }
+
+    // Everything that could make the parser refuse the line is checked before any state changes.
+    const telnet = kind[F.protocol] === STRING && bytesEqual(line, start[F.protocol] as number, end[F.protocol] as number, TELNET);
+    let linePort: number | undefined = -1;
+    if (kind[F.dst_port] !== ABSENT) {
+      linePort = port(line, F.dst_port);
+      if (linePort === undefined) return BYTES_DECLINED;
+    }
+    if (kind[F.timestamp] !== STRING) return BYTES_DECLINED;
+    const ts = isoUtcBytes(line, start[F.timestamp] as number, end[F.timestamp] as number);
+    if (!(ts === ts && inTimeRange(ts, Date.now()))) return BYTES_DECLINED;
+    if (kind[F.src_ip] !== STRING) return BYTES_DECLINED;
+    const src = dottedQuadBytes(line, start[F.src_ip] as number, end[F.src_ip] as number);
+    if (src < 0) return BYTES_DECLINED;
+    let sensorBytes = line;
+    let s0 = start[F.sensor] as number;
+    let s1 = end[F.sensor] as number;
+    const k = kind[F.sensor];
+    if (k === STRING && s1 > s0) {
+      if (s1 - s0 > MAX_SENSOR_NAME || line[s0] === 32 || line[s1 - 1] === 32) return BYTES_DECLINED;
+    } else if (k === ABSENT || k === NULL || k === STRING) {
+      if (!fallbackOk) return BYTES_DECLINED;
+      sensorBytes = fallbackBytes;
+      s0 = 0;
+      s1 = fallbackBytes.length;
+    } else return BYTES_DECLINED;
+    out.userStart = -1;
+    out.commandStart = -1;
+    out.commandPrefix = null;
+    let action = 0;
+    if (what === LOGIN) {
+      action = 1;
+      const u = text(F.username);
+      if (u < 0) return BYTES_DECLINED;
+      if (u > 0) {
+        out.userStart = start[F.username] as number;
+        out.userEnd = end[F.username] as number;
+      }
+    } else if (what === COMMAND) {
+      action = 2;
+      if (text(F.input) <= 0) return BYTES_DECLINED;
+      out.commandStart = start[F.input] as number;
+      out.commandEnd = end[F.input] as number;
+    } else if (what === DOWNLOAD || what === UPLOAD) {
+      action = 2;
+      let target = -1;
+      for (const f of [F.url, F.filename, F.outfile]) {
+        const t = text(f);
+        if (t < 0) return BYTES_DECLINED;
+        if (t > 0) {
+          target = f;
+          break;
+        }
+      }
+      const t0 = target < 0 ? 0 : (start[target] as number);
+      const t1 = target < 0 ? 0 : (end[target] as number);
+      // `${kind} ${target}`.trim(): a target with spaces at its ends goes the general way.
+      if (t1 > t0 && (line[t0] === 32 || line[t1 - 1] === 32)) return BYTES_DECLINED;
+      const upload = what === UPLOAD;
+      out.commandPrefix = t1 > t0 ? (upload ? PREFIX.upload : PREFIX.download) : upload ? PREFIX.bareUpload : PREFIX.bareDownload;
+      out.commandStart = t0;
+      out.commandEnd = t1;
+    }
+
+    const sensor = sensorBytes === line ? sensors.localOfBytes(line, s0, s1) : sensors.local(fallbackSensor);
+    let session = sessionId ? sessions.get(sessionId) : undefined;
+    if (what === CONNECT) {
+      session = { port: linePort < 0 ? null : linePort, proto: telnet ? 'telnet' : 'ssh' };
+      if (sessionId) sessions.set(sessionId, session);
+    }
+    const eventPort = kind[F.dst_port] !== ABSENT ? linePort : (session?.port ?? -1);
+    const viaTelnet = session ? session.proto === 'telnet' : telnet;
+    const known = eventPort >= 0 ? serviceOfPort(eventPort) : undefined;
+    out.line = line;
+    out.ts = ts;
+    out.src = src;
+    out.srcStart = start[F.src_ip] as number;
+    out.srcEnd = end[F.src_ip] as number;
+    out.port = eventPort;
+    out.service = known !== undefined ? SERVICES.indexOf(known) : viaTelnet ? TELNET_SERVICE : SSH;
+    out.proto = TEXT.tcp;
+    out.source = 0;
+    out.sensor = sensor;
+    out.sensorBytes = sensorBytes;
+    out.sensorStart = s0;
+    out.sensorEnd = s1;
+    out.action = action;
+    return BYTES_EVENT;
+  };
 }

@@ -7,6 +7,7 @@ import { parseAddress } from '../../../api-server/enrich/address.ts';
 import { sharedEnricher } from '../../../api-server/enrich/enricher.ts';
 import { withId, type Action, type AttackEvent } from '../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../api-server/ingest/writer.ts';
+import { compactHourly } from '../../../api-server/retention/compaction.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
 const H = 3_600_000;
@@ -76,6 +77,25 @@ function bruteForce(events: AttackEvent[], since: number): Map<string, Aggregate
   return out;
 }
 
+/** Stores `batches` in one window of `writer`, a batch at a time, as the ingest pipeline does. */
+async function writeWindow(writer: EventWriter, batches: AttackEvent[][]): Promise<void> {
+  const window = writer.window();
+  try {
+    for (const events of batches) {
+      const batch = window.batch();
+      for (const e of events) batch.add(e);
+      try {
+        if (batch.count) await window.store(batch);
+      } finally {
+        window.release(batch);
+      }
+    }
+    await window.commit();
+  } finally {
+    await window.abort();
+  }
+}
+
 describe('rollups', () => {
   let db: TestDatabase;
   let writer: EventWriter;
@@ -85,15 +105,21 @@ describe('rollups', () => {
   });
   afterAll(async () => db.drop());
 
-  it('adds up the same hour and address across batches', async () => {
-    await db.pool.query('truncate events, ip_hourly, addresses');
+  it('appends a partial row per batch for the same hour and address, and compaction merges them', async () => {
+    await db.pool.query('truncate events, ip_hourly, addresses, ip_hourly_dirty');
     const [a, b] = fc.sample(eventArb, { numRuns: 2, seed: 7 });
-    const first = { ...(a as AttackEvent), ts: BASE + 60_000, src: parseAddress('61.135.169.125') as AttackEvent['src'] };
-    const second = { ...(b as AttackEvent), ts: BASE + 120_000, src: first.src, id: '00000000-0000-4000-8000-000000000002' };
+    const src = parseAddress('61.135.169.125') as AttackEvent['src'];
+    const first = { ...(a as AttackEvent), ts: BASE + 60_000, src, dstPort: 22, service: 'ssh' as const };
+    const second = { ...(b as AttackEvent), ts: BASE + 120_000, src, dstPort: 80, service: 'web' as const, id: '00000000-0000-4000-8000-000000000002' };
     await writer.write([first]);
     await writer.write([second]);
-    const { rows } = await db.pool.query<{ attacks: number }>('select attacks from ip_hourly');
-    expect(rows).toEqual([{ attacks: 2 }]);
+    const rows = async () =>
+      (await db.pool.query<{ attacks: number; ports: number[] }>('select attacks, ports from ip_hourly order by attacks, ports')).rows;
+    expect(await rows()).toEqual([{ attacks: 1, ports: [22] }, { attacks: 1, ports: [80] }]);
+    expect(await compactHourly(db.pool)).toEqual({ days: 1, mergedRows: 1 });
+    expect(await rows()).toEqual([{ attacks: 2, ports: [22, 80] }]);
+    // The mark is cleared: a second run has nothing to do.
+    expect(await compactHourly(db.pool)).toEqual({ days: 0, mergedRows: 0 });
   });
 
   it('ip_hourly and addresses equal a brute-force aggregation over raw events for random windows', async () => {
@@ -102,17 +128,31 @@ describe('rollups', () => {
         fc.array(eventArb, { minLength: 20, maxLength: 300, size: "medium" }),
         fc.array(fc.integer({ min: 1, max: 25 }), { minLength: 1, maxLength: 4 }),
         fc.array(fc.integer({ min: 0, max: 24 }), { minLength: 1, maxLength: 5 }),
-        async (events, batchSizes, windowStarts) => {
-          await db.pool.query('truncate events, ip_hourly, addresses');
-          // Arrive in batches of varying size, then re-ingest a slice (duplicates must add nothing).
-          // Batches overlap their predecessor by a few events, so some batches are partly already stored.
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        async (events, batchSizes, windowStarts, windowSizes, compact) => {
+          await db.pool.query('truncate events, ip_hourly, addresses, ip_hourly_dirty');
+          // Arrive in batches of varying size, grouped into windows (transactions) of one to four batches, then
+          // re-ingest a slice (duplicates must add nothing). Batches overlap their predecessor by a few events,
+          // so some batches are partly stored already, some even by the same window.
+          const batches: AttackEvent[][] = [];
           let pos = 0;
           for (let i = 0; pos < events.length; i++) {
             const size = batchSizes[i % batchSizes.length] as number;
-            await writer.write(events.slice(Math.max(0, pos - (i % 3)), pos + size));
+            batches.push(events.slice(Math.max(0, pos - (i % 3)), pos + size));
             pos += size;
           }
+          for (let i = 0, w = 0; i < batches.length; w++) {
+            const n = windowSizes[w % windowSizes.length] as number;
+            await writeWindow(writer, batches.slice(i, i + n));
+            i += n;
+          }
           await writer.write(events.slice(0, Math.ceil(events.length / 2)));
+          if (compact) {
+            await compactHourly(db.pool);
+            const { rows: dups } = await db.pool.query('select hour, ip from ip_hourly group by hour, ip having count(*) > 1');
+            expect(dups).toEqual([]);
+          }
 
           for (const startHour of windowStarts) {
             const since = BASE + startHour * H;

@@ -1,0 +1,233 @@
+// The `addresses` facts of one ingest window, folded in event by event (docs/data-model.md "Ingest path"):
+// per address the first and last sighting and the last time each window-dependent fact held. Every fact is a
+// maximum (or, for first_seen, a minimum), so folding in an event that turns out to be stored already changes
+// nothing — which is why a window folds every parsed event here without waiting to learn which were new.
+//
+// Kept in typed arrays indexed by a slot per address and found through an open-addressing table, not in
+// objects: a window holds up to hundreds of thousands of addresses for seconds, and as objects they would be
+// promoted and traced by every major collection. Pure apart from the arrays it owns.
+import { SERVICES } from '../../common/vocabulary.ts';
+import { numberToIpv4, type Address } from '../enrich/address.ts';
+
+export const MAX_SENSORS = 8;
+const SERVICE_COUNT = SERVICES.length;
+
+/** Source codes of the per-event folds. */
+export const HONEYPOT = 0;
+export const TELESCOPE = 1;
+
+function mix(x: number): number {
+  let h = Math.imul(x ^ (x >>> 16), 0x45d9f3b);
+  h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
+  return h ^ (h >>> 16);
+}
+
+export class AddressFacts {
+  /** Addresses held. */
+  size = 0;
+  private capacity = 0;
+  // Key of each slot as four 32-bit words of the IPv6 form (IPv4 as ::ffff:a.b.c.d).
+  private keys = new Uint32Array(0);
+  /** Slot + 1 per table position, 0 = free. */
+  private table = new Int32Array(0);
+  /** IPv6 addresses by slot (IPv4 ones are rebuilt from their number when needed). */
+  private readonly v6 = new Map<number, Address>();
+
+  firstSeen = new Float64Array(0);
+  lastSeen = new Float64Array(0);
+  // 0 = never (no event is older than 2000).
+  lastHoneypot = new Float64Array(0);
+  lastTelescope = new Float64Array(0);
+  lastInteraction = new Float64Array(0);
+  lastHigh = new Float64Array(0);
+  lastCritical = new Float64Array(0);
+  /** SERVICE_COUNT per slot. */
+  serviceLast = new Float64Array(0);
+  /** Up to MAX_SENSORS (local sensor number, last sighting) per slot, in no particular order. */
+  sensorLocal = new Int32Array(0);
+  sensorTime = new Float64Array(0);
+  sensorCount = new Uint8Array(0);
+
+  constructor(initialCapacity = 4096) {
+    this.grow(initialCapacity);
+  }
+
+  /** Forgets every address; the arrays keep their size. */
+  clear(): void {
+    this.size = 0;
+    this.table.fill(0);
+    this.v6.clear();
+  }
+
+  /** The slot of an IPv4 address given as a number, made (with no facts yet) if new. */
+  slotOfV4(num: number): number {
+    const mask = this.table.length - 1;
+    const keys = this.keys;
+    for (let at = mix(num) & mask; ; at = (at + 1) & mask) {
+      const entry = this.table[at] as number;
+      if (entry === 0) return this.add(at, 0, 0, 0xffff, num);
+      const k = (entry - 1) * 4;
+      if (keys[k + 3] === num && keys[k + 2] === 0xffff && keys[k] === 0 && keys[k + 1] === 0) return entry - 1;
+    }
+  }
+
+  /** The slot of an address, made if new. */
+  slotOf(address: Address): number {
+    if (address.kind === 4) return this.slotOfV4(address.num);
+    const w0 = Number(address.hi >> 32n);
+    const w1 = Number(address.hi & 0xffffffffn);
+    const w2 = Number(address.lo >> 32n);
+    const w3 = Number(address.lo & 0xffffffffn);
+    const mask = this.table.length - 1;
+    const keys = this.keys;
+    for (let at = mix(w0 ^ mix(w1 ^ mix(w2 ^ mix(w3)))) & mask; ; at = (at + 1) & mask) {
+      const entry = this.table[at] as number;
+      if (entry === 0) {
+        const slot = this.add(at, w0, w1, w2, w3);
+        this.v6.set(slot, address);
+        return slot;
+      }
+      const k = (entry - 1) * 4;
+      if (keys[k] === w0 && keys[k + 1] === w1 && keys[k + 2] === w2 && keys[k + 3] === w3) return entry - 1;
+    }
+  }
+
+  /** Whether the slot holds an IPv4 address. */
+  isV4(slot: number): boolean {
+    return !this.v6.has(slot);
+  }
+
+  /** IPv4 address of a slot as a number (valid when isV4). */
+  v4(slot: number): number {
+    return this.keys[slot * 4 + 3] as number;
+  }
+
+  /** The address of a slot. */
+  address(slot: number): Address {
+    const v6 = this.v6.get(slot);
+    if (v6) return v6;
+    const num = this.v4(slot);
+    return { kind: 4, text: numberToIpv4(num), num };
+  }
+
+  /** Folds one event of the address in `slot` into its facts. `service` is an index into SERVICES or -1. */
+  fold(slot: number, ts: number, source: number, action: number, service: number, sensor: number): void {
+    if (ts < (this.firstSeen[slot] as number)) this.firstSeen[slot] = ts;
+    if (ts > (this.lastSeen[slot] as number)) this.lastSeen[slot] = ts;
+    if (source === HONEYPOT) {
+      if (ts > (this.lastHoneypot[slot] as number)) this.lastHoneypot[slot] = ts;
+      if (action >= 1 && ts > (this.lastInteraction[slot] as number)) this.lastInteraction[slot] = ts;
+    } else if (ts > (this.lastTelescope[slot] as number)) this.lastTelescope[slot] = ts;
+    if (action >= 1 && ts > (this.lastHigh[slot] as number)) this.lastHigh[slot] = ts;
+    if (action === 2 && ts > (this.lastCritical[slot] as number)) this.lastCritical[slot] = ts;
+    if (service >= 0) {
+      const s = slot * SERVICE_COUNT + service;
+      if (ts > (this.serviceLast[s] as number)) this.serviceLast[s] = ts;
+    }
+    this.foldSensor(slot, ts, sensor);
+  }
+
+  /**
+   * Keeps the MAX_SENSORS sensors that saw the address last, each with its last sighting: a sensor already
+   * kept gets the later time; a new one takes a free place or the place of the one seen longest ago, if it is
+   * more recent than that. (Which of two sensors with the very same last millisecond is kept is unspecified:
+   * no fact read from `addresses` depends on it.)
+   */
+  private foldSensor(slot: number, ts: number, sensor: number): void {
+    const base = slot * MAX_SENSORS;
+    const count = this.sensorCount[slot] as number;
+    let oldest = -1;
+    for (let i = base; i < base + count; i++) {
+      if (this.sensorLocal[i] === sensor) {
+        if (ts > (this.sensorTime[i] as number)) this.sensorTime[i] = ts;
+        return;
+      }
+      if (oldest < 0 || (this.sensorTime[i] as number) < (this.sensorTime[oldest] as number)) oldest = i;
+    }
+    if (count < MAX_SENSORS) {
+      this.sensorLocal[base + count] = sensor;
+      this.sensorTime[base + count] = ts;
+      this.sensorCount[slot] = count + 1;
+    } else if (ts > (this.sensorTime[oldest] as number)) {
+      this.sensorLocal[oldest] = sensor;
+      this.sensorTime[oldest] = ts;
+    }
+  }
+
+  /** The sensors kept for a slot as [sensors.id, last] newest first (ties by id), given local → sensors.id. */
+  recentSensors(slot: number, dbId: (local: number) => number): [id: number, last: number][] {
+    const out: [number, number][] = [];
+    const base = slot * MAX_SENSORS;
+    for (let i = base; i < base + (this.sensorCount[slot] as number); i++) {
+      out.push([dbId(this.sensorLocal[i] as number), this.sensorTime[i] as number]);
+    }
+    return out.sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+  }
+
+  private add(at: number, w0: number, w1: number, w2: number, w3: number): number {
+    if (this.size === this.capacity) {
+      this.grow(this.capacity * 2);
+      const slot = this.size++;
+      this.setKey(slot, w0, w1, w2, w3);
+      this.place(slot);
+      return slot;
+    }
+    const slot = this.size++;
+    this.table[at] = slot + 1;
+    this.setKey(slot, w0, w1, w2, w3);
+    return slot;
+  }
+
+  private setKey(slot: number, w0: number, w1: number, w2: number, w3: number): void {
+    const k = slot * 4;
+    this.keys[k] = w0;
+    this.keys[k + 1] = w1;
+    this.keys[k + 2] = w2;
+    this.keys[k + 3] = w3;
+    this.firstSeen[slot] = Infinity;
+    this.lastSeen[slot] = 0;
+    this.lastHoneypot[slot] = 0;
+    this.lastTelescope[slot] = 0;
+    this.lastInteraction[slot] = 0;
+    this.lastHigh[slot] = 0;
+    this.lastCritical[slot] = 0;
+    this.serviceLast.fill(0, slot * SERVICE_COUNT, (slot + 1) * SERVICE_COUNT);
+    this.sensorCount[slot] = 0;
+  }
+
+  private place(slot: number): void {
+    const k = slot * 4;
+    const keys = this.keys;
+    const hash = keys[k + 2] === 0xffff && keys[k] === 0 && keys[k + 1] === 0
+      ? mix(keys[k + 3] as number)
+      : mix((keys[k] as number) ^ mix((keys[k + 1] as number) ^ mix((keys[k + 2] as number) ^ mix(keys[k + 3] as number))));
+    const mask = this.table.length - 1;
+    let at = hash & mask;
+    while (this.table[at] !== 0) at = (at + 1) & mask;
+    this.table[at] = slot + 1;
+  }
+
+  private grow(capacity: number): void {
+    const copy = <T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(old: T, make: (n: number) => T, per: number): T => {
+      const next = make(capacity * per);
+      next.set(old);
+      return next;
+    };
+    this.keys = copy(this.keys, (n) => new Uint32Array(n), 4);
+    this.firstSeen = copy(this.firstSeen, (n) => new Float64Array(n), 1);
+    this.lastSeen = copy(this.lastSeen, (n) => new Float64Array(n), 1);
+    this.lastHoneypot = copy(this.lastHoneypot, (n) => new Float64Array(n), 1);
+    this.lastTelescope = copy(this.lastTelescope, (n) => new Float64Array(n), 1);
+    this.lastInteraction = copy(this.lastInteraction, (n) => new Float64Array(n), 1);
+    this.lastHigh = copy(this.lastHigh, (n) => new Float64Array(n), 1);
+    this.lastCritical = copy(this.lastCritical, (n) => new Float64Array(n), 1);
+    this.serviceLast = copy(this.serviceLast, (n) => new Float64Array(n), SERVICE_COUNT);
+    this.sensorLocal = copy(this.sensorLocal, (n) => new Int32Array(n), MAX_SENSORS);
+    this.sensorTime = copy(this.sensorTime, (n) => new Float64Array(n), MAX_SENSORS);
+    this.sensorCount = copy(this.sensorCount, (n) => new Uint8Array(n), 1);
+    this.capacity = capacity;
+    // A table at most half full keeps probe sequences short.
+    this.table = new Int32Array(capacity * 2);
+    for (let slot = 0; slot < this.size; slot++) this.place(slot);
+  }
+}

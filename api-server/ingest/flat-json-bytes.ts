@@ -1,0 +1,197 @@
+// The byte-level twin of flat-json.ts, for the hot path of a bulk ingest: reads one line of UTF-8 bytes as
+// a flat JSON object and records where the wanted fields' values are, without making a single string. Only
+// the plainest lines qualify — ASCII only, strings without escapes, no nesting; anything else (and anything
+// that is not valid JSON) is refused, and the caller hands the line to the general path, so what a line
+// means never depends on which reader read it. Pure.
+
+/** What a field's value is (`kind`); ABSENT when the line does not have the field. */
+export const ABSENT = 0;
+export const STRING = 1;
+export const NUMBER = 2;
+export const TRUE = 3;
+export const FALSE = 4;
+export const NULL = 5;
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const COLON = 58;
+const OPEN = 123;
+const CLOSE = 125;
+const MINUS = 45;
+const DOT = 46;
+const ZERO = 48;
+const NINE = 57;
+
+const isDigit = (c: number) => c >= ZERO && c <= NINE;
+
+/** Where each wanted field's value was found in the last line read (indexes are the wanted keys' order). */
+export class FlatFields {
+  readonly kind: Uint8Array;
+  /** For strings the characters between the quotes; for numbers and literals the token. */
+  readonly start: Int32Array;
+  readonly end: Int32Array;
+  private readonly byLength: (Buffer[] | undefined)[] = [];
+  private readonly idsByLength: (number[] | undefined)[] = [];
+
+  constructor(wanted: readonly string[]) {
+    this.kind = new Uint8Array(wanted.length);
+    this.start = new Int32Array(wanted.length);
+    this.end = new Int32Array(wanted.length);
+    wanted.forEach((name, id) => {
+      (this.byLength[name.length] ??= []).push(Buffer.from(name));
+      (this.idsByLength[name.length] ??= []).push(id);
+    });
+  }
+
+  /**
+   * Reads line[start, end) (no line terminator); true when it is a flat object of plain ASCII values, and the
+   * wanted fields' places are recorded. False: the caller must read the line another way.
+   */
+  read(line: Buffer, start: number, end: number): boolean {
+    this.kind.fill(ABSENT);
+    let i = skipSpace(line, start, end);
+    if (i >= end || line[i] !== OPEN) return false;
+    i = skipSpace(line, i + 1, end);
+    if (i < end && line[i] === CLOSE) return skipSpace(line, i + 1, end) === end;
+    for (;;) {
+      if (i >= end || line[i] !== QUOTE) return false;
+      const keyEnd = plainStringEnd(line, i + 1, end);
+      if (keyEnd < 0) return false;
+      const field = this.fieldOf(line, i + 1, keyEnd);
+      i = skipSpace(line, keyEnd + 1, end);
+      if (i >= end || line[i] !== COLON) return false;
+      i = skipSpace(line, i + 1, end);
+      if (i >= end) return false;
+      const c = line[i] as number;
+      let kind: number;
+      let from = i;
+      let to: number;
+      if (c === QUOTE) {
+        from = i + 1;
+        to = plainStringEnd(line, from, end);
+        if (to < 0) return false;
+        kind = STRING;
+        i = to + 1;
+      } else if (c === MINUS || isDigit(c)) {
+        to = numberEnd(line, i, end);
+        if (to < 0) return false;
+        kind = NUMBER;
+        i = to;
+      } else if (c === 116 /* t */ && literalAt(line, i, end, 'true')) {
+        kind = TRUE;
+        to = i += 4;
+      } else if (c === 102 /* f */ && literalAt(line, i, end, 'false')) {
+        kind = FALSE;
+        to = i += 5;
+      } else if (c === 110 /* n */ && literalAt(line, i, end, 'null')) {
+        kind = NULL;
+        to = i += 4;
+      } else return false;
+      // A repeated key: the last one counts, as with JSON.parse.
+      if (field >= 0) {
+        this.kind[field] = kind;
+        this.start[field] = from;
+        this.end[field] = to;
+      }
+      i = skipSpace(line, i, end);
+      if (i >= end) return false;
+      const next = line[i];
+      if (next === CLOSE) return skipSpace(line, i + 1, end) === end;
+      if (next !== COMMA) return false;
+      i = skipSpace(line, i + 1, end);
+    }
+  }
+
+  /** The wanted field spelled by line[from, to), or -1. */
+  private fieldOf(line: Buffer, from: number, to: number): number {
+    const names = this.byLength[to - from];
+    if (names === undefined) return -1;
+    for (let n = 0; n < names.length; n++) {
+      const name = names[n] as Buffer;
+      let same = true;
+      for (let k = 0; k < name.length; k++) {
+        if (line[from + k] !== name[k]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return (this.idsByLength[to - from] as number[])[n] as number;
+    }
+    return -1;
+  }
+}
+
+function skipSpace(line: Buffer, at: number, end: number): number {
+  while (at < end) {
+    const c = line[at] as number;
+    if (c !== 32 && c !== 9 && c !== 13) break;
+    at++;
+  }
+  return at;
+}
+
+/**
+ * Index of the closing quote of the plain string whose characters start at `from`, or -1 when it has an
+ * escape, a control character or a non-ASCII byte, or does not end on the line.
+ */
+function plainStringEnd(line: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i++) {
+    const c = line[i] as number;
+    if (c === QUOTE) return i;
+    if (c < 32 || c === BACKSLASH || c > 126) return -1;
+  }
+  return -1;
+}
+
+/** End of the JSON number starting at `at` (its strict grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), or -1. */
+function numberEnd(line: Buffer, at: number, end: number): number {
+  let i = at;
+  const digit = (k: number) => k < end && isDigit(line[k] as number);
+  if (line[i] === MINUS) i++;
+  if (i < end && line[i] === ZERO) i++;
+  else if (digit(i)) while (digit(i)) i++;
+  else return -1;
+  if (i < end && line[i] === DOT) {
+    i++;
+    if (!digit(i)) return -1;
+    while (digit(i)) i++;
+  }
+  const e = i < end ? line[i] : 0;
+  if (e === 101 || e === 69) {
+    i++;
+    const sign = i < end ? line[i] : 0;
+    if (sign === 43 || sign === MINUS) i++;
+    if (!digit(i)) return -1;
+    while (digit(i)) i++;
+  }
+  return i;
+}
+
+function literalAt(line: Buffer, at: number, end: number, word: string): boolean {
+  if (at + word.length > end) return false;
+  for (let k = 0; k < word.length; k++) if (line[at + k] !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+/** Whether line[start, end) spells `text` (ASCII). */
+export function bytesEqual(line: Buffer, start: number, end: number, text: Buffer): boolean {
+  if (end - start !== text.length) return false;
+  for (let k = 0; k < text.length; k++) if (line[start + k] !== text[k]) return false;
+  return true;
+}
+
+/**
+ * A plain JSON integer token (no sign, fraction or exponent; at most 9 digits) as a number, or -1. Wider
+ * forms are left to the general path.
+ */
+export function plainInteger(line: Buffer, start: number, end: number): number {
+  if (end - start < 1 || end - start > 9) return -1;
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const d = (line[i] as number) - ZERO;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
