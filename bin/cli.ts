@@ -1,37 +1,13 @@
-// The one blockfeed CLI. Each program contributes its commands; this file only composes them and turns
-// failures into one clear line and an exit status.
-import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
-import { registerApiServerCommands } from '../api-server/cli.ts';
-import { registerControllerCommands } from '../controller/cli.ts';
-import { UserError } from '../common/errors.ts';
+// Entry point of the blockfeed CLI. It turns on Node's compile cache before loading anything else: the CLI is
+// TypeScript run by type stripping, and with the cache a command's start-up (its modules stripped and
+// compiled, in the main thread and in workers such as ingest's) takes about a third less time from the
+// second run on. The cache lives in NODE_COMPILE_CACHE, else in the system's temporary directory; a cache
+// that cannot be used is skipped silently.
+import module from 'node:module';
 
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string; description: string };
+const cache = module.enableCompileCache?.();
+// Worker threads inherit the environment, and with it the cache.
+if (cache?.directory && !process.env.NODE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE = cache.directory;
 
-export function buildProgram(): Command {
-  const program = new Command('blockfeed')
-    .description(pkg.description)
-    .version(pkg.version, '-V, --version')
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
-  registerApiServerCommands(program);
-  registerControllerCommands(program);
-  return program;
-}
-
-export async function main(argv: string[]): Promise<number> {
-  try {
-    await buildProgram().parseAsync(argv);
-    return process.exitCode === undefined ? 0 : Number(process.exitCode);
-  } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof UserError) {
-      process.stderr.write(`blockfeed: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`blockfeed: unexpected error: ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
-  }
-}
-
+const { main } = await import('./program.ts');
 process.exitCode = await main(process.argv);
