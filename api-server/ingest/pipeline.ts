@@ -27,6 +27,7 @@ export const emptyStats = (): IngestStats => ({ lines: 0, accepted: 0, inserted:
 export interface IngestInput {
   /** Name shown in rejections (`file:line: reason`). */
   name: string;
+  /** The input's bytes; a chunk may be reused (refilled) once the next one is asked for. */
   stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>;
   parser: LineParser;
 }
@@ -58,7 +59,7 @@ const IDLE = Symbol('idle');
  * Lines parsed between turns of the event loop while the database works: a batch's store is several round
  * trips (savepoint, COPY, …), and each of them waits for the parse loop to let go of the thread.
  */
-const LINES_PER_TURN = 2048;
+const LINES_PER_TURN = 256;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Ingests the inputs in order through `writer`; returns the accumulated stats. */
@@ -125,7 +126,6 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
       const parser = input.parser;
       const readBytes = parser.bytes;
       let number = 0;
-      let rest: Buffer | undefined;
       const chunks = isAsync(input.stream) ? withIdle(input.stream, limits.idleMilliseconds) : input.stream;
       const handle = (buf: Buffer, start: number, end: number): void => {
         stats.lines++;
@@ -152,6 +152,10 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
           onReject?.(`${input.name}:${number}: ${result.error}`);
         } else stats.skipped++;
       };
+      // A line cut by a chunk boundary is put together in `carry`; every other line is read in place, so a
+      // chunk is never copied (and may be reused by the input once the next one is asked for).
+      let carry: Buffer = Buffer.allocUnsafe(1 << 16);
+      let carried = 0;
       for await (const chunk of chunks) {
         if (chunk === IDLE) {
           // The input paused: what was read so far is stored and committed now.
@@ -159,10 +163,19 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
           if (openedAt !== 0) closeWindow();
           continue;
         }
-        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-        stats.bytes += bytes.length;
-        const buf = rest ? Buffer.concat([rest, bytes]) : bytes;
+        const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        stats.bytes += buf.length;
         let pos = 0;
+        if (carried > 0) {
+          const eol = buf.indexOf(10);
+          const head = eol < 0 ? buf.length : eol;
+          if (carried + head > carry.length) carry = grown(carry, carried, carried + head);
+          carried += buf.copy(carry, carried, 0, head);
+          if (eol < 0) continue;
+          handle(carry, 0, carried);
+          carried = 0;
+          pos = eol + 1;
+        }
         let turn = LINES_PER_TURN;
         for (;;) {
           const eol = buf.indexOf(10, pos);
@@ -175,9 +188,12 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
             await nextTurn();
           }
         }
-        rest = pos < buf.length ? buf.subarray(pos) : undefined;
+        if (pos < buf.length) {
+          if (buf.length - pos > carry.length) carry = grown(carry, 0, buf.length - pos);
+          carried = buf.copy(carry, 0, pos);
+        }
       }
-      if (rest) handle(rest, 0, rest.length);
+      if (carried > 0) handle(carry, 0, carried);
       if (batch.count >= batchSize) await storeBatch();
     }
     await flushAll();
@@ -194,6 +210,13 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
     await window.abort();
   }
   return stats;
+}
+
+/** A copy of buf[0, used) in a buffer of at least `size` bytes. */
+function grown(buf: Buffer, used: number, size: number): Buffer {
+  const bigger = Buffer.allocUnsafe(Math.max(size, buf.length * 2));
+  buf.copy(bigger, 0, 0, used);
+  return bigger;
 }
 
 function isAsync<T>(stream: AsyncIterable<T> | Iterable<T>): stream is AsyncIterable<T> {
