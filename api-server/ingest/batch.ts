@@ -70,6 +70,7 @@ export class EventBatch {
   private lastDay = -1;
   // The canonical form of a raw event, hashed for its id.
   private canonical = Buffer.allocUnsafe(1024);
+  private canonicalViews: Buffer[] = [];
 
   constructor(facts: AddressFacts, sensors: SensorNames, initialBytes = 1 << 20) {
     this.facts = facts;
@@ -158,32 +159,41 @@ export class EventBatch {
   private rawId(r: RawEvent): string {
     const needed = 64 + (r.srcEnd - r.srcStart) + (r.sensorEnd - r.sensorStart) + (r.userEnd - r.userStart) +
       (r.commandEnd - r.commandStart) + (r.commandPrefix?.length ?? 0);
-    if (needed > this.canonical.length) this.canonical = Buffer.allocUnsafe(needed * 2);
+    if (needed > this.canonical.length) {
+      this.canonical = Buffer.allocUnsafe(needed * 2);
+      this.canonicalViews = [];
+    }
     const c = this.canonical;
     const line = r.line;
+    // Fields are short: copied byte by byte rather than through native calls.
     let at = writeDecimal(c, 0, r.ts);
     c[at++] = SEP;
-    at += line.copy(c, at, r.srcStart, r.srcEnd);
+    for (let i = r.srcStart; i < r.srcEnd; i++) c[at++] = line[i] as number;
     c[at++] = SEP;
     if (r.port >= 0) at = writeDecimal(c, at, r.port);
     c[at++] = SEP;
-    if (r.proto !== null) at += r.proto.copy(c, at);
+    if (r.proto !== null) for (let i = 0; i < r.proto.length; i++) c[at++] = r.proto[i] as number;
     c[at++] = SEP;
-    at += (SOURCE_BYTES[r.source] as Buffer).copy(c, at);
+    const source = SOURCE_BYTES[r.source] as Buffer;
+    for (let i = 0; i < source.length; i++) c[at++] = source[i] as number;
     c[at++] = SEP;
-    at += r.sensorBytes.copy(c, at, r.sensorStart, r.sensorEnd);
+    const sensor = r.sensorBytes;
+    for (let i = r.sensorStart; i < r.sensorEnd; i++) c[at++] = sensor[i] as number;
     c[at++] = SEP;
     c[at++] = 48 + r.action;
     c[at++] = SEP;
     if (r.userStart < 0) c[at++] = 0;
-    else at += line.copy(c, at, r.userStart, r.userEnd);
+    else for (let i = r.userStart; i < r.userEnd; i++) c[at++] = line[i] as number;
     c[at++] = SEP;
     if (r.commandStart < 0) c[at++] = 0;
     else {
-      if (r.commandPrefix) at += r.commandPrefix.copy(c, at);
-      at += line.copy(c, at, r.commandStart, r.commandEnd);
+      const prefix = r.commandPrefix;
+      if (prefix) for (let i = 0; i < prefix.length; i++) c[at++] = prefix[i] as number;
+      for (let i = r.commandStart; i < r.commandEnd; i++) c[at++] = line[i] as number;
     }
-    return hash('sha256', c.subarray(0, at), 'hex');
+    // One view per length, made once: a new view per event would be garbage per event.
+    const view = (this.canonicalViews[at] ??= c.subarray(0, at));
+    return hash('sha256', view, 'hex');
   }
 }
 

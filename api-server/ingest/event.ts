@@ -97,37 +97,66 @@ function fastIsoUtc(t: string): number {
   return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
-/**
- * fastIsoUtc over bytes, stricter (every date and time character must be a digit): NaN for anything else,
- * which the caller leaves to the general path.
- */
-export function isoUtcBytes(b: Buffer, start: number, end: number): number {
-  const n = end - start;
-  if (n < 20 || b[end - 1] !== 90 /* Z */ || b[start + 10] !== 84 /* T */) return NaN;
-  if (b[start + 4] !== 45 || b[start + 7] !== 45 || b[start + 13] !== 58 || b[start + 16] !== 58) return NaN;
+/** The start of the UTC hour named by `YYYY-MM-DDTHH:` at b[start…] (every character checked), or NaN. */
+function hourOfIsoBytes(b: Buffer, start: number): number {
+  if (b[start + 4] !== 45 || b[start + 7] !== 45 || b[start + 10] !== 84 /* T */ || b[start + 13] !== 58) return NaN;
   const digit = (i: number) => {
     const d = (b[start + i] as number) - 48;
     return d >= 0 && d <= 9 ? d : NaN;
   };
   const two = (i: number) => digit(i) * 10 + digit(i + 1);
-  let ms = 0;
-  if (n > 20) {
-    if (b[start + 19] !== 46 /* . */) return NaN;
-    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) {
-      const d = digit(i);
-      if (d !== d) return NaN;
-      if (scale >= 1) ms += d * scale;
-    }
-  }
   const year = two(0) * 100 + two(2);
   const month = two(5);
   const day = two(8);
   const hour = two(11);
-  const minute = two(14);
-  const second = two(17);
-  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && year >= 0)) return NaN;
+  // Date.UTC would roll 31 February over into March.
   if (day > 28 && day > daysInMonth(year, month)) return NaN;
-  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  return Date.UTC(year, month - 1, day, hour);
+}
+
+/** Milliseconds into the hour of `MM:SS[.fraction]Z` at b[start + 14, end), as fastIsoUtc reads it, or NaN. */
+function msInHourOfIsoBytes(b: Buffer, start: number, end: number): number {
+  const n = end - start;
+  if (n < 20 || b[end - 1] !== 90 /* Z */ || b[start + 16] !== 58) return NaN;
+  let ms = 0;
+  if (n > 20) {
+    if (b[start + 19] !== 46 /* . */) return NaN;
+    for (let i = start + 20, scale = 100; i < end - 1; i++, scale /= 10) {
+      const d = (b[i] as number) - 48;
+      if (d < 0 || d > 9) return NaN;
+      if (scale >= 1) ms += d * scale;
+    }
+  }
+  const m1 = (b[start + 14] as number) - 48;
+  const m2 = (b[start + 15] as number) - 48;
+  const s1 = (b[start + 17] as number) - 48;
+  const s2 = (b[start + 18] as number) - 48;
+  if (!(m1 >= 0 && m1 <= 5 && m2 >= 0 && m2 <= 9 && s1 >= 0 && s1 <= 5 && s2 >= 0 && s2 <= 9)) return NaN;
+  return (m1 * 10 + m2) * 60_000 + (s1 * 10 + s2) * 1000 + ms;
+}
+
+/**
+ * fastIsoUtc over bytes, stricter (every date and time character must be a digit): NaN for anything else,
+ * which the caller leaves to the general path. Remembers the last hour read: the lines of a log mostly share
+ * it, and then only minutes, seconds and fraction are read.
+ */
+export class IsoUtcBytes {
+  private readonly prefix = Buffer.alloc(14);
+  private hour = NaN;
+
+  read(b: Buffer, start: number, end: number): number {
+    if (end - start < 20) return NaN;
+    let same = this.hour === this.hour;
+    for (let i = 0; same && i < 14; i++) same = b[start + i] === this.prefix[i];
+    if (!same) {
+      const hour = hourOfIsoBytes(b, start);
+      if (hour !== hour) return NaN;
+      b.copy(this.prefix, 0, start, start + 14);
+      this.hour = hour;
+    }
+    return this.hour + msInHourOfIsoBytes(b, start, end);
+  }
 }
 
 /** Whether requireTime accepts an instant: not before 2000, not more than a day ahead of `now`. */

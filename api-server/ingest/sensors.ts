@@ -34,7 +34,11 @@ export class SensorNames {
   /** The local number of the name spelled by the ASCII bytes buf[start, end). */
   localOfBytes(buf: Buffer, start: number, end: number): number {
     const last = this.lastBytes;
-    if (end - start === last.length && buf.compare(last, 0, last.length, start, end) === 0) return this.lastLocal;
+    if (end - start === last.length) {
+      let same = true;
+      for (let i = 0; same && i < last.length; i++) same = buf[start + i] === last[i];
+      if (same) return this.lastLocal;
+    }
     const name = buf.toString('latin1', start, end);
     this.lastLocal = this.local(name);
     this.lastBytes = Buffer.from(name, 'latin1');

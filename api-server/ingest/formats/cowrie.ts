@@ -6,7 +6,7 @@ import { SERVICES, serviceOfPort, type Service } from '../../../common/vocabular
 import { dottedQuadBytes } from '../../enrich/address.ts';
 import { TEXT, type RawEvent } from '../batch.ts';
 import {
-  BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, isoUtcBytes, optionalPort,
+  BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, IsoUtcBytes, optionalPort,
   optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId, type Action, type ByteLineReader, type LineParser,
   type ParserOptions,
 } from '../event.ts';
@@ -46,19 +46,51 @@ interface Session {
 }
 
 /**
+ * A session id as a Map key: Cowrie's ids (up to 12 lowercase hex digits) as a number — no string to make per
+ * line on the byte path — with the digit count folded in so that "0f" and "f" stay apart; any other id as is.
+ */
+type SessionKey = number | string;
+
+function sessionKey(id: string): SessionKey {
+  if (id.length === 0 || id.length > 12) return id;
+  let n = 0;
+  for (let i = 0; i < id.length; i++) {
+    const d = HEX[id.charCodeAt(i)] ?? -1;
+    if (d < 0) return id;
+    n = n * 16 + d;
+  }
+  return n * 16 + id.length;
+}
+
+function sessionKeyOfBytes(b: Buffer, start: number, end: number): SessionKey {
+  const length = end - start;
+  if (length === 0 || length > 12) return b.toString('latin1', start, end);
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const d = HEX[b[i] as number] ?? -1;
+    if (d < 0) return b.toString('latin1', start, end);
+    n = n * 16 + d;
+  }
+  return n * 16 + length;
+}
+
+/** Lowercase hex digit (by character code) → its value; -1 for anything else. */
+const HEX = Array.from({ length: 128 }, (_, c) => (c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1));
+
+/**
  * The sessions seen lately, bounded without per-line cost: two generations of at most MAX_SESSIONS / 2 each;
  * when the young one fills, the old one is dropped whole. (Evicting the oldest key of one Map walks past
  * every deleted slot before it, which made long logs quadratic.)
  */
 class RecentSessions {
-  private young = new Map<string, Session>();
-  private old = new Map<string, Session>();
+  private young = new Map<SessionKey, Session>();
+  private old = new Map<SessionKey, Session>();
 
-  get(id: string): Session | undefined {
+  get(id: SessionKey): Session | undefined {
     return this.young.get(id) ?? this.old.get(id);
   }
 
-  set(id: string, session: Session): void {
+  set(id: SessionKey, session: Session): void {
     if (this.young.size >= MAX_SESSIONS / 2) {
       this.old = this.young;
       this.young = new Map();
@@ -66,7 +98,7 @@ class RecentSessions {
     this.young.set(id, session);
   }
 
-  delete(id: string): void {
+  delete(id: SessionKey): void {
     this.young.delete(id);
     this.old.delete(id);
   }
@@ -79,16 +111,16 @@ export function cowrieParser(options: ParserOptions = {}, read: (line: string) =
     guarded(() => {
       const o = read(line);
       if (typeof o.eventid !== 'string') throw new FieldError('eventid is missing');
-      const sessionId = typeof o.session === 'string' ? o.session : undefined;
-      if (o.eventid === 'cowrie.session.closed' && sessionId) sessions.delete(sessionId);
+      const sessionId = typeof o.session === 'string' && o.session !== '' ? sessionKey(o.session) : undefined;
+      if (o.eventid === 'cowrie.session.closed' && sessionId !== undefined) sessions.delete(sessionId);
       // Own keys only: an eventid such as "toString" is not an action.
       const action = Object.hasOwn(ACTIONS, o.eventid) ? ACTIONS[o.eventid] : undefined;
       if (action === undefined) return { skip: true };
-      let session = sessionId ? sessions.get(sessionId) : undefined;
+      let session = sessionId !== undefined ? sessions.get(sessionId) : undefined;
       if (o.eventid === 'cowrie.session.connect') {
         const proto = o.protocol === 'telnet' ? 'telnet' : 'ssh';
         session = { port: optionalPort(o.dst_port, 'dst_port'), proto };
-        if (sessionId) sessions.set(sessionId, session);
+        if (sessionId !== undefined) sessions.set(sessionId, session);
       }
       // direct-tcpip's dst_port is the port the attacker asked to be forwarded to, not the honeypot's.
       const forward = o.eventid === 'cowrie.direct-tcpip.request';
@@ -138,7 +170,10 @@ const COMMAND = 3;
 const DOWNLOAD = 4;
 const UPLOAD = 5;
 const CLOSED = 6;
-const KINDS: [Buffer, number][] = [
+const FORWARD = 7;
+/** The eventids the reader knows, by length (an eventid is found with one or two comparisons). */
+const KINDS_BY_LENGTH: [Buffer, number][][] = [];
+for (const [name, kind] of [
   ['cowrie.session.connect', CONNECT],
   ['cowrie.login.failed', LOGIN],
   ['cowrie.login.success', LOGIN],
@@ -148,8 +183,8 @@ const KINDS: [Buffer, number][] = [
   ['cowrie.session.file_download.failed', DOWNLOAD],
   ['cowrie.session.file_upload', UPLOAD],
   ['cowrie.session.closed', CLOSED],
-].map(([name, kind]) => [Buffer.from(name as string), kind as number]);
-const FORWARD = Buffer.from('cowrie.direct-tcpip.request');
+  ['cowrie.direct-tcpip.request', FORWARD],
+] as const) (KINDS_BY_LENGTH[name.length] ??= []).push([Buffer.from(name), kind]);
 const TELNET = Buffer.from('telnet');
 const PREFIX = { download: Buffer.from('download '), upload: Buffer.from('upload '), bareDownload: Buffer.from('download'), bareUpload: Buffer.from('upload') };
 const SSH = SERVICES.indexOf('ssh');
@@ -157,6 +192,7 @@ const TELNET_SERVICE = SERVICES.indexOf('telnet');
 
 function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): ByteLineReader {
   const fields = new FlatFields(FIELDS);
+  const times = new IsoUtcBytes();
   const { kind, start, end } = fields;
   const fallbackOk = fallbackSensor.length <= MAX_SENSOR_NAME && fallbackSensor.trim() === fallbackSensor && fallbackSensor !== '' && /^[\x20-\x7e]*$/.test(fallbackSensor);
   const fallbackBytes = Buffer.from(fallbackSensor);
@@ -182,16 +218,18 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     const e0 = start[F.eventid] as number;
     const e1 = end[F.eventid] as number;
     let what = 0;
-    for (const [name, k] of KINDS) {
+    for (const [name, k] of KINDS_BY_LENGTH[e1 - e0] ?? []) {
       if (bytesEqual(line, e0, e1, name)) {
         what = k;
         break;
       }
     }
-    if (what === 0 && bytesEqual(line, e0, e1, FORWARD)) return BYTES_DECLINED;
-    const sessionId = kind[F.session] === STRING ? line.toString('latin1', start[F.session], end[F.session]) : undefined;
+    if (what === FORWARD) return BYTES_DECLINED;
+    const sessionId = kind[F.session] === STRING && end[F.session] !== start[F.session]
+      ? sessionKeyOfBytes(line, start[F.session] as number, end[F.session] as number)
+      : undefined;
     if (what === CLOSED || what === 0) {
-      if (what === CLOSED && sessionId) sessions.delete(sessionId);
+      if (what === CLOSED && sessionId !== undefined) sessions.delete(sessionId);
       return BYTES_SKIP;
     }
 
@@ -203,7 +241,7 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
       if (linePort === undefined) return BYTES_DECLINED;
     }
     if (kind[F.timestamp] !== STRING) return BYTES_DECLINED;
-    const ts = isoUtcBytes(line, start[F.timestamp] as number, end[F.timestamp] as number);
+    const ts = times.read(line, start[F.timestamp] as number, end[F.timestamp] as number);
     if (!(ts === ts && inTimeRange(ts, Date.now()))) return BYTES_DECLINED;
     if (kind[F.src_ip] !== STRING) return BYTES_DECLINED;
     const src = dottedQuadBytes(line, start[F.src_ip] as number, end[F.src_ip] as number);
@@ -259,10 +297,10 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     }
 
     const sensor = sensorBytes === line ? sensors.localOfBytes(line, s0, s1) : sensors.local(fallbackSensor);
-    let session = sessionId ? sessions.get(sessionId) : undefined;
+    let session = sessionId !== undefined ? sessions.get(sessionId) : undefined;
     if (what === CONNECT) {
       session = { port: linePort < 0 ? null : linePort, proto: telnet ? 'telnet' : 'ssh' };
-      if (sessionId) sessions.set(sessionId, session);
+      if (sessionId !== undefined) sessions.set(sessionId, session);
     }
     const eventPort = kind[F.dst_port] !== ABSENT ? linePort : (session?.port ?? -1);
     const viaTelnet = session ? session.proto === 'telnet' : telnet;
