@@ -47,6 +47,9 @@ export class AddressFacts {
   sensorLocal = new Int32Array(0);
   sensorTime = new Float64Array(0);
   sensorCount = new Uint8Array(0);
+  /** 1 where the address is in `addresses` already (looked up by the writer for slots below `checked`). */
+  known = new Uint8Array(0);
+  checked = 0;
 
   constructor(initialCapacity = 4096) {
     this.grow(initialCapacity);
@@ -55,6 +58,7 @@ export class AddressFacts {
   /** Forgets every address; the arrays keep their size. */
   clear(): void {
     this.size = 0;
+    this.checked = 0;
     this.table.fill(0);
     this.v6.clear();
   }
@@ -154,14 +158,31 @@ export class AddressFacts {
     }
   }
 
-  /** The sensors kept for a slot as [sensors.id, last] newest first (ties by id), given local → sensors.id. */
-  recentSensors(slot: number, dbId: (local: number) => number): [id: number, last: number][] {
-    const out: [number, number][] = [];
+  /**
+   * Puts a slot's sensors in the order `addresses` keeps them — newest first, ties by sensors.id — with their
+   * local numbers replaced by sensors.id (`dbId`); returns how many there are. In place: the slot's sensors
+   * are then at sensorLocal / sensorTime [slot * MAX_SENSORS, + count).
+   */
+  orderSensors(slot: number, dbId: (local: number) => number): number {
     const base = slot * MAX_SENSORS;
-    for (let i = base; i < base + (this.sensorCount[slot] as number); i++) {
-      out.push([dbId(this.sensorLocal[i] as number), this.sensorTime[i] as number]);
+    const n = this.sensorCount[slot] as number;
+    const ids = this.sensorLocal;
+    const times = this.sensorTime;
+    for (let i = base; i < base + n; i++) ids[i] = dbId(ids[i] as number);
+    // Insertion sort: at most MAX_SENSORS entries.
+    for (let i = base + 1; i < base + n; i++) {
+      const id = ids[i] as number;
+      const t = times[i] as number;
+      let j = i - 1;
+      while (j >= base && ((times[j] as number) < t || ((times[j] as number) === t && (ids[j] as number) > id))) {
+        ids[j + 1] = ids[j] as number;
+        times[j + 1] = times[j] as number;
+        j--;
+      }
+      ids[j + 1] = id;
+      times[j + 1] = t;
     }
-    return out.sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+    return n;
   }
 
   private add(at: number, w0: number, w1: number, w2: number, w3: number): number {
@@ -193,6 +214,7 @@ export class AddressFacts {
     this.lastCritical[slot] = 0;
     this.serviceLast.fill(0, slot * SERVICE_COUNT, (slot + 1) * SERVICE_COUNT);
     this.sensorCount[slot] = 0;
+    this.known[slot] = 0;
   }
 
   private place(slot: number): void {
@@ -225,6 +247,7 @@ export class AddressFacts {
     this.sensorLocal = copy(this.sensorLocal, (n) => new Int32Array(n), MAX_SENSORS);
     this.sensorTime = copy(this.sensorTime, (n) => new Float64Array(n), MAX_SENSORS);
     this.sensorCount = copy(this.sensorCount, (n) => new Uint8Array(n), 1);
+    this.known = copy(this.known, (n) => new Uint8Array(n), 1);
     this.capacity = capacity;
     // A table at most half full keeps probe sequences short.
     this.table = new Int32Array(capacity * 2);

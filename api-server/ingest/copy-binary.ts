@@ -58,6 +58,19 @@ export class BinaryCopyWriter {
   }
 
   /**
+   * The bytes written so far — the header first, if not taken yet — as a buffer of their own; the writer goes
+   * on empty, without a header. For a COPY sent in pieces as it is encoded; the last piece is TRAILER.
+   */
+  takeChunk(): Buffer {
+    const chunk = Buffer.from(this.buffer.subarray(0, this.length));
+    this.length = 0;
+    return chunk;
+  }
+
+  /** End of a binary COPY stream (-1 as int16). */
+  static readonly TRAILER = Buffer.from([0xff, 0xff]);
+
+  /**
    * The bytes written since the writer was cleared, as a latin1 string (one character per byte): fields encoded
    * once and written again with `raw` — a single copy where encoding them anew would take a call per field.
    */
@@ -177,12 +190,13 @@ export class BinaryCopyWriter {
     }
   }
 
-  int32Array(values: readonly number[]): void {
-    if (values.length === 0) return this.emptyArray(INT4_OID);
-    this.arrayHeader(20 + values.length * 8, false, INT4_OID, values.length);
-    for (const v of values) {
+  /** values[start, start + count) as int4[]. (Indexed loops throughout: an iterator allocates per element.) */
+  int32Array(values: ArrayLike<number>, start = 0, count = values.length - start): void {
+    if (count === 0) return this.emptyArray(INT4_OID);
+    this.arrayHeader(20 + count * 8, false, INT4_OID, count);
+    for (let i = start; i < start + count; i++) {
       this.int32Raw(4);
-      this.int32Raw(v);
+      this.int32Raw(values[i] as number);
     }
   }
 
@@ -204,13 +218,18 @@ export class BinaryCopyWriter {
     this.int32Raw(a);
   }
 
-  timestampArray(values: readonly (number | null)[]): void {
-    if (values.length === 0) return this.emptyArray(TIMESTAMPTZ_OID);
+  /** values[start, start + count) as timestamptz[]; `null` is NULL, and so is 0 where `zeroIsNull`. */
+  timestampArray(values: ArrayLike<number | null>, start = 0, count = values.length - start, zeroIsNull = false): void {
+    if (count === 0) return this.emptyArray(TIMESTAMPTZ_OID);
     let nulls = 0;
-    for (const v of values) if (v === null) nulls++;
-    this.arrayHeader(20 + nulls * 4 + (values.length - nulls) * 12, nulls > 0, TIMESTAMPTZ_OID, values.length);
-    for (const v of values) {
-      if (v === null) this.int32Raw(-1);
+    for (let i = start; i < start + count; i++) {
+      const v = values[i];
+      if (v === null || (zeroIsNull && v === 0)) nulls++;
+    }
+    this.arrayHeader(20 + nulls * 4 + (count - nulls) * 12, nulls > 0, TIMESTAMPTZ_OID, count);
+    for (let i = start; i < start + count; i++) {
+      const v = values[i] as number | null;
+      if (v === null || (zeroIsNull && v === 0)) this.int32Raw(-1);
       else {
         this.int32Raw(8);
         this.timestampRaw(v);

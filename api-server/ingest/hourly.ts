@@ -12,8 +12,10 @@ export function addPort(ports: number[], port: number): void {
   while (i > 0 && (ports[i - 1] as number) > port) i--;
   if (i > 0 && ports[i - 1] === port) return;
   if (i >= MAX_PORTS) return;
-  ports.splice(i, 0, port);
-  if (ports.length > MAX_PORTS) ports.length = MAX_PORTS;
+  // Shifted by hand: splice allocates.
+  let j = ports.length < MAX_PORTS ? ports.length : MAX_PORTS - 1;
+  for (; j > i; j--) ports[j] = ports[j - 1] as number;
+  ports[i] = port;
 }
 
 export class HourlyRows {

@@ -2,14 +2,18 @@
 // work (rollups, facts) handles small integers, never strings; and mapped to `sensors.id` once the writer has
 // registered them. The byte-level parsers find a name from its bytes without making a string per line.
 
+const RECENT_NAMES = 16;
+
 export class SensorNames {
   private readonly names: string[] = [];
   private readonly byName = new Map<string, number>();
   /** Local number → sensors.id (-1 until registered). */
   private dbIds = new Int32Array(16).fill(-1);
-  // The last name found from bytes: consecutive lines of a log mostly come from the same sensor.
-  private lastBytes = Buffer.alloc(0);
-  private lastLocal = -1;
+  // Names found from bytes lately, as bytes: a log's lines come from a few sensors, so a name is nearly always
+  // found by comparing bytes, without making a string.
+  private readonly recentBytes: Buffer[] = [];
+  private readonly recentLocal: number[] = [];
+  private nextRecent = 0;
 
   get size(): number {
     return this.names.length;
@@ -33,16 +37,21 @@ export class SensorNames {
 
   /** The local number of the name spelled by the ASCII bytes buf[start, end). */
   localOfBytes(buf: Buffer, start: number, end: number): number {
-    const last = this.lastBytes;
-    if (end - start === last.length) {
+    const length = end - start;
+    for (let r = 0; r < this.recentBytes.length; r++) {
+      const bytes = this.recentBytes[r] as Buffer;
+      if (bytes.length !== length) continue;
       let same = true;
-      for (let i = 0; same && i < last.length; i++) same = buf[start + i] === last[i];
-      if (same) return this.lastLocal;
+      for (let i = 0; same && i < length; i++) same = buf[start + i] === bytes[i];
+      if (same) return this.recentLocal[r] as number;
     }
     const name = buf.toString('latin1', start, end);
-    this.lastLocal = this.local(name);
-    this.lastBytes = Buffer.from(name, 'latin1');
-    return this.lastLocal;
+    const local = this.local(name);
+    const r = this.nextRecent;
+    this.recentBytes[r] = Buffer.from(name, 'latin1');
+    this.recentLocal[r] = local;
+    this.nextRecent = (r + 1) % RECENT_NAMES;
+    return local;
   }
 
   name(local: number): string {

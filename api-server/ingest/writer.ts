@@ -9,9 +9,12 @@
 //      batch goes the general way: COPY into a staging table, then one statement inserts what is new and
 //      appends the ip_hourly rows of exactly those events;
 //   3. on the direct way, append the batch's ip_hourly rows (computed while parsing) with one COPY.
+//   4. look up which of the addresses first met in the window are in `addresses` already (index probes that
+//      run while the next batch is parsed).
 // At the window's end:
-//   4. its per-address facts (AddressFacts, folded while parsing) update the addresses already known and
-//      insert the others; commit.
+//   5. its per-address facts (AddressFacts, folded while parsing) are sent as they are encoded: the new
+//      addresses COPYed straight into `addresses`, the known ones into a staging table that updates them;
+//      commit.
 // Duplicates may be folded into the facts: every fact is a maximum, so a stored event changes nothing.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -89,15 +92,14 @@ const SAME_SENSOR_AGAIN = `cardinality(s.sensor_ids) = 1 and a.sensor_ids[1] = s
       and s.sensor_last[1] >= a.sensor_last[1]`;
 
 /**
- * Known addresses take the later of each fact (greatest() ignores NULL), new ones are inserted with their
- * enrichment. Two statements rather than INSERT … ON CONFLICT: under the attack-data lock no other writer
- * inserts addresses meanwhile, and a plain insert costs PostgreSQL half of a speculative one.
+ * Known addresses take the later of each fact (greatest() ignores NULL). The rows are staged first; new
+ * addresses never are: the writer knows them (see KNOWN_ADDRESSES) and COPYs them straight into `addresses`.
  *
- * Both join the staged rows to `addresses` by its primary key. Right after a bulk load or a truncate the
- * table's statistics can claim it is nearly empty, and the planner then scans all of it once per staged row
- * (seen: minutes instead of a second); with sequential scans off it looks each address up in the index.
+ * The join to `addresses` is by its primary key. Right after a bulk load or a truncate the table's statistics
+ * can claim it is nearly empty, and the planner then scans all of it once per staged row (seen: minutes
+ * instead of a second); with sequential scans off it looks each address up in the index.
  */
-const MERGE_ADDRESSES = `
+const UPDATE_KNOWN_ADDRESSES = `
 set local enable_seqscan = off;
 update addresses a set
   first_seen = least(a.first_seen, s.first_seen),
@@ -112,12 +114,46 @@ update addresses a set
   sensor_last = case when ${SAME_SENSOR_AGAIN} then array[s.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end
 from staging_addresses s
 where a.ip = s.ip;
-insert into addresses (${ADDRESS_COLUMNS})
-select ${ADDRESS_COLUMNS} from staging_addresses s
-where not exists (select 1 from addresses a where a.ip = s.ip);`;
+reset enable_seqscan;`;
+
+/**
+ * Which of the given addresses (IPv4 as numbers, IPv6 as text) are stored already: their 1-based positions.
+ * Asked under the attack-data lock, so no other writer adds addresses before the window commits.
+ */
+const KNOWN_ADDRESSES = `
+select i::int as i from unnest($1::int8[]) with ordinality as u(n, i)
+where exists (select 1 from addresses a where a.ip = '0.0.0.0'::inet + u.n)
+union all
+select -(i::int) from unnest($2::text[]) with ordinality as u(t, i)
+where exists (select 1 from addresses a where a.ip = u.t::inet)`;
 
 async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
   await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
+}
+
+/** Rows per piece of a COPY sent while it is encoded. */
+const PIECE_ROWS = 4096;
+
+/**
+ * A binary COPY of `rows` (encoded one by one by `encode` into `out`), sent in pieces as they are encoded, so
+ * that PostgreSQL stores the first rows while the later ones are being encoded.
+ */
+async function copyEncoded(client: pg.PoolClient, sql: string, out: BinaryCopyWriter, rows: Iterable<number>, encode: (row: number) => void): Promise<void> {
+  out.clear();
+  const pieces = (async function* () {
+    let n = 0;
+    for (const row of rows) {
+      encode(row);
+      if (++n % PIECE_ROWS === 0) {
+        yield out.takeChunk();
+        // A turn of the event loop, for the socket to take the piece.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    }
+    yield out.takeChunk();
+    yield BinaryCopyWriter.TRAILER;
+  })();
+  await pipeline(pieces, client.query(copyFrom(sql)));
 }
 
 // Addresses whose enrichment columns are remembered: two generations of at most this many each.
@@ -319,6 +355,7 @@ export class IngestWindow {
       await this.registerSensors(client);
       await this.ensurePartitions(client, batch.days);
       const inserted = await this.insertEvents(client, batch);
+      await this.lookUpNewAddresses(client);
       this.inserted += inserted;
       this.events += batch.count;
       return inserted;
@@ -452,37 +489,72 @@ export class IngestWindow {
     }
   }
 
+  /** Marks which of the addresses met since the last look-up are in `addresses` already. */
+  private async lookUpNewAddresses(client: pg.PoolClient): Promise<void> {
+    const facts = this.facts;
+    const from = facts.checked;
+    const to = facts.size;
+    if (from === to) return;
+    const v4: number[] = [];
+    const v4Slots: number[] = [];
+    const v6: string[] = [];
+    const v6Slots: number[] = [];
+    for (let slot = from; slot < to; slot++) {
+      if (facts.isV4(slot)) {
+        v4.push(facts.v4(slot));
+        v4Slots.push(slot);
+      } else {
+        v6.push(facts.address(slot).text);
+        v6Slots.push(slot);
+      }
+    }
+    facts.checked = to;
+    const { rows } = await client.query<{ i: number }>(KNOWN_ADDRESSES, [v4, v6]);
+    for (const { i } of rows) facts.known[i > 0 ? (v4Slots[i - 1] as number) : (v6Slots[-i - 1] as number)] = 1;
+  }
+
+  /** Writes the window's address facts: new addresses inserted, known ones updated. */
   private async mergeAddresses(client: pg.PoolClient): Promise<void> {
     const facts = this.facts;
     if (facts.size === 0) return;
-    const out = this.writer.encoder();
+    await this.lookUpNewAddresses(client);
     const sensors = this.writer.sensors;
     const dbId = (local: number) => sensors.dbId(local);
-    const serviceLast: (number | null)[] = SERVICES.map(() => null);
+    const out = this.writer.encoder();
+    // Once the window's last batch is stored, its sensors are ordered in place for the rows (local numbers
+    // become sensors.id).
+    const encode = (slot: number) => {
+      out.row(21);
+      if (facts.isV4(slot)) out.inet4(facts.v4(slot));
+      else out.inet(facts.address(slot));
+      out.timestamp(facts.firstSeen[slot] as number);
+      out.timestamp(facts.lastSeen[slot] as number);
+      out.timestamp(orNull(facts.lastHoneypot[slot] as number));
+      out.timestamp(orNull(facts.lastTelescope[slot] as number));
+      out.timestamp(orNull(facts.lastInteraction[slot] as number));
+      out.timestamp(orNull(facts.lastHigh[slot] as number));
+      out.timestamp(orNull(facts.lastCritical[slot] as number));
+      out.timestampArray(facts.serviceLast, slot * SERVICES.length, SERVICES.length, true);
+      const sensorCount = facts.orderSensors(slot, dbId);
+      out.int32Array(facts.sensorLocal, slot * MAX_SENSORS, sensorCount);
+      out.timestampArray(facts.sensorTime, slot * MAX_SENSORS, sensorCount);
+      out.raw(this.writer.enrichment(facts, slot));
+    };
+    const slots = (known: 0 | 1) =>
+      (function* () {
+        for (let slot = 0; slot < facts.size; slot++) if (facts.known[slot] === known) yield slot;
+      })();
+    let anyKnown = false;
+    for (let slot = 0; slot < facts.size && !anyKnown; slot++) anyKnown = facts.known[slot] === 1;
     try {
-      for (let slot = 0; slot < facts.size; slot++) {
-        out.row(21);
-        if (facts.isV4(slot)) out.inet4(facts.v4(slot));
-        else out.inet(facts.address(slot));
-        out.timestamp(facts.firstSeen[slot] as number);
-        out.timestamp(facts.lastSeen[slot] as number);
-        out.timestamp(orNull(facts.lastHoneypot[slot] as number));
-        out.timestamp(orNull(facts.lastTelescope[slot] as number));
-        out.timestamp(orNull(facts.lastInteraction[slot] as number));
-        out.timestamp(orNull(facts.lastHigh[slot] as number));
-        out.timestamp(orNull(facts.lastCritical[slot] as number));
-        for (let s = 0; s < SERVICES.length; s++) serviceLast[s] = orNull(facts.serviceLast[slot * SERVICES.length + s] as number);
-        out.timestampArray(serviceLast);
-        const recent = facts.recentSensors(slot, dbId);
-        out.int32Array(recent.map((s) => s[0]));
-        out.timestampArray(recent.map((s) => s[1]));
-        out.raw(this.writer.enrichment(facts, slot));
+      await copyEncoded(client, `copy addresses (${ADDRESS_COLUMNS}) from stdin with (format binary)`, out, slots(0), encode);
+      if (anyKnown) {
+        await copyEncoded(client, 'copy staging_addresses from stdin with (format binary)', out, slots(1), encode);
+        await client.query(UPDATE_KNOWN_ADDRESSES);
       }
-      await copyInto(client, 'copy staging_addresses from stdin with (format binary)', out.stream());
     } finally {
       this.writer.returnEncoder(out);
     }
-    await client.query(MERGE_ADDRESSES);
   }
 }
 

@@ -40,10 +40,15 @@ export const readCowrieLine = (line: string): Record<string, unknown> => readFla
 
 const MAX_SESSIONS = 100_000;
 
-interface Session {
-  port: number | null;
-  proto: string;
-}
+/**
+ * What a session's connect line said, packed in one small integer — (port + 1) * 2 + (telnet ? 1 : 0), port
+ * -1 when none — so that the hundreds of thousands of sessions a long log holds are no objects to trace.
+ */
+type Session = number;
+const NO_SESSION = -1;
+const packSession = (port: number | null, telnet: boolean): Session => ((port ?? -1) + 1) * 2 + (telnet ? 1 : 0);
+const sessionPort = (s: Session): number | null => (s >> 1 === 0 ? null : (s >> 1) - 1);
+const sessionTelnet = (s: Session): boolean => (s & 1) === 1;
 
 /**
  * A session id as a Map key: Cowrie's ids (up to 12 lowercase hex digits) as a number — no string to make per
@@ -86,8 +91,9 @@ class RecentSessions {
   private young = new Map<SessionKey, Session>();
   private old = new Map<SessionKey, Session>();
 
-  get(id: SessionKey): Session | undefined {
-    return this.young.get(id) ?? this.old.get(id);
+  /** The session, or NO_SESSION. */
+  get(id: SessionKey): Session {
+    return this.young.get(id) ?? this.old.get(id) ?? NO_SESSION;
   }
 
   set(id: SessionKey, session: Session): void {
@@ -116,16 +122,15 @@ export function cowrieParser(options: ParserOptions = {}, read: (line: string) =
       // Own keys only: an eventid such as "toString" is not an action.
       const action = Object.hasOwn(ACTIONS, o.eventid) ? ACTIONS[o.eventid] : undefined;
       if (action === undefined) return { skip: true };
-      let session = sessionId !== undefined ? sessions.get(sessionId) : undefined;
+      let session = sessionId !== undefined ? sessions.get(sessionId) : NO_SESSION;
       if (o.eventid === 'cowrie.session.connect') {
-        const proto = o.protocol === 'telnet' ? 'telnet' : 'ssh';
-        session = { port: optionalPort(o.dst_port, 'dst_port'), proto };
+        session = packSession(optionalPort(o.dst_port, 'dst_port'), o.protocol === 'telnet');
         if (sessionId !== undefined) sessions.set(sessionId, session);
       }
       // direct-tcpip's dst_port is the port the attacker asked to be forwarded to, not the honeypot's.
       const forward = o.eventid === 'cowrie.direct-tcpip.request';
-      const port = !forward && o.dst_port !== undefined ? optionalPort(o.dst_port, 'dst_port') : (session?.port ?? null);
-      const proto = session?.proto ?? (o.protocol === 'telnet' ? 'telnet' : 'ssh');
+      const port = !forward && o.dst_port !== undefined ? optionalPort(o.dst_port, 'dst_port') : session === NO_SESSION ? null : sessionPort(session);
+      const proto = session !== NO_SESSION ? (sessionTelnet(session) ? 'telnet' : 'ssh') : o.protocol === 'telnet' ? 'telnet' : 'ssh';
       // Cowrie often listens on 2222/2223 behind a redirect; the protocol names the service either way.
       const service: Service = (port !== null ? serviceOfPort(port) : undefined) ?? (proto === 'telnet' ? 'telnet' : 'ssh');
       let command: string | null = null;
@@ -297,13 +302,13 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     }
 
     const sensor = sensorBytes === line ? sensors.localOfBytes(line, s0, s1) : sensors.local(fallbackSensor);
-    let session = sessionId !== undefined ? sessions.get(sessionId) : undefined;
+    let session = sessionId !== undefined ? sessions.get(sessionId) : NO_SESSION;
     if (what === CONNECT) {
-      session = { port: linePort < 0 ? null : linePort, proto: telnet ? 'telnet' : 'ssh' };
+      session = packSession(linePort < 0 ? null : linePort, telnet);
       if (sessionId !== undefined) sessions.set(sessionId, session);
     }
-    const eventPort = kind[F.dst_port] !== ABSENT ? linePort : (session?.port ?? -1);
-    const viaTelnet = session ? session.proto === 'telnet' : telnet;
+    const eventPort = kind[F.dst_port] !== ABSENT ? linePort : session === NO_SESSION ? -1 : (sessionPort(session) ?? -1);
+    const viaTelnet = session !== NO_SESSION ? sessionTelnet(session) : telnet;
     const known = eventPort >= 0 ? serviceOfPort(eventPort) : undefined;
     out.line = line;
     out.ts = ts;

@@ -55,10 +55,13 @@ function stored(way: Way) {
   const hourly = Array.from({ length: h.count }, (_, r) => [
     h.slot[r], h.hour[r], h.attacks[r], h.services[r], h.sources[r], h.maxAction[r], h.ports[r], h.sensors[r], h.firstSeen[r], h.lastSeen[r],
   ]);
-  const addresses = Array.from({ length: facts.size }, (_, s) => [
-    facts.address(s).text, facts.firstSeen[s], facts.lastSeen[s], facts.lastHoneypot[s], facts.lastInteraction[s], facts.lastHigh[s],
-    facts.lastCritical[s], facts.recentSensors(s, (local) => local),
-  ]);
+  const addresses = Array.from({ length: facts.size }, (_, s) => {
+    const n = facts.orderSensors(s, (local) => local);
+    return [
+      facts.address(s).text, facts.firstSeen[s], facts.lastSeen[s], facts.lastHoneypot[s], facts.lastInteraction[s], facts.lastHigh[s],
+      facts.lastCritical[s], [...facts.sensorLocal.subarray(s * 8, s * 8 + n)], [...facts.sensorTime.subarray(s * 8, s * 8 + n)],
+    ];
+  });
   return { rows: Buffer.from(batch.rows()).toString('hex'), hourly, addresses, days: [...batch.days] };
 }
 
