@@ -64,7 +64,15 @@ export class EventBatch {
   /** UTC days (ms / DAY) the events fall on: the partitions they need. */
   readonly days = new Set<number>();
   readonly hourly = new HourlyRows();
-  private readonly out: BinaryCopyWriter;
+  /**
+   * The rows by UTC day: each day's go straight into its partition, sparing PostgreSQL the routing of every
+   * row through the partitioned table.
+   */
+  private readonly byDay = new Map<number, BinaryCopyWriter>();
+  private readonly spareWriters: BinaryCopyWriter[] = [];
+  /** The writer of the day the last event fell on. */
+  private out: BinaryCopyWriter;
+  private readonly initialBytes: number;
   private facts: AddressFacts;
   private readonly sensors: SensorNames;
   private lastDay = -1;
@@ -75,7 +83,9 @@ export class EventBatch {
   constructor(facts: AddressFacts, sensors: SensorNames, initialBytes = 1 << 20) {
     this.facts = facts;
     this.sensors = sensors;
+    this.initialBytes = initialBytes;
     this.out = new BinaryCopyWriter(initialBytes);
+    this.spareWriters.push(this.out);
   }
 
   /** Folds the events added from now on into `facts` (a new window's). The batch must be empty. */
@@ -127,15 +137,22 @@ export class EventBatch {
     else out.bytes(line, r.commandStart, r.commandEnd, r.commandPrefix ?? undefined);
   }
 
-  /** The events as a binary COPY stream in the column order of EVENT_COLUMNS (a view into the batch's buffer). */
-  rows(): Buffer {
-    return this.out.stream();
+  /**
+   * The events by UTC day (ms / DAY), each day's as a binary COPY stream in the column order of EVENT_COLUMNS
+   * (views into the batch's buffers).
+   */
+  rowsByDay(): [day: number, rows: Buffer][] {
+    return [...this.byDay].map(([day, out]) => [day, out.stream()]);
   }
 
   /** Empties the batch for reuse; its buffers keep their size. */
   clear(): void {
     this.count = 0;
-    this.out.clear();
+    for (const out of this.byDay.values()) {
+      out.clear();
+      this.spareWriters.push(out);
+    }
+    this.byDay.clear();
     this.hourly.clear();
     this.days.clear();
     this.lastDay = -1;
@@ -146,7 +163,13 @@ export class EventBatch {
     this.hourly.add(slot, ts, source, action, service, port, sensor);
     const day = Math.floor(ts / DAY);
     if (day !== this.lastDay) {
-      this.days.add(day);
+      let out = this.byDay.get(day);
+      if (out === undefined) {
+        out = this.spareWriters.pop() ?? new BinaryCopyWriter(this.initialBytes);
+        this.byDay.set(day, out);
+        this.days.add(day);
+      }
+      this.out = out;
       this.lastDay = day;
     }
     this.count++;

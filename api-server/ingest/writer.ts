@@ -444,7 +444,9 @@ export class IngestWindow {
     if (this.direct) {
       await client.query('savepoint direct_copy');
       try {
-        await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
+        for (const [day, rows] of batch.rowsByDay()) {
+          await copyInto(client, `copy ${partitionOf(day)} (${EVENT_COLUMNS}) from stdin with (format binary)`, rows);
+        }
         await client.query('release savepoint direct_copy');
         await this.appendHourly(client, batch.hourly);
         return batch.count;
@@ -453,7 +455,9 @@ export class IngestWindow {
         await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
       }
     }
-    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
+    for (const [, rows] of batch.rowsByDay()) {
+      await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, rows);
+    }
     const { rows } = await client.query<{ inserted: number }>(INSERT_NEW_EVENTS);
     await client.query('truncate staging_events');
     const inserted = rows[0]?.inserted ?? 0;
@@ -558,5 +562,7 @@ export class IngestWindow {
   }
 }
 
+/** The partition of `events` holding a UTC day (ensure_attack_partitions names them so). */
+const partitionOf = (day: number) => `events_${dayText(day).replaceAll('-', '')}`;
 const dayText = (day: number) => new Date(day * DAY).toISOString().slice(0, 10);
 const orNull = (t: number): number | null => (t === 0 ? null : t);

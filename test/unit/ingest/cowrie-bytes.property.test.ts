@@ -62,7 +62,7 @@ function stored(way: Way) {
       facts.lastCritical[s], [...facts.sensorLocal.subarray(s * 8, s * 8 + n)], [...facts.sensorTime.subarray(s * 8, s * 8 + n)],
     ];
   });
-  return { rows: Buffer.from(batch.rows()).toString('hex'), hourly, addresses, days: [...batch.days] };
+  return { rows: batch.rowsByDay().map(([day, rows]) => [day, rows.toString('hex')]), hourly, addresses, days: [...batch.days] };
 }
 
 /** Reads `lines` both ways; returns how many lines the byte reader took. */
