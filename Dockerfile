@@ -26,6 +26,10 @@ COPY data ./data
 # which bootstraps a project-local Node: the image's Node 24 is the one to use.
 RUN printf '#!/bin/sh\nexec node /app/bin/cli.ts "$@"\n' > /usr/local/bin/blockfeed \
  && chmod 0755 /usr/local/bin/blockfeed
+# The enrichment snapshot (api-server/enrich/snapshot.ts) made at build time: the image's files are not
+# writable by the unprivileged user, and without it every process would parse the CSV tables again.
+RUN node --input-type=module -e "await (await import('/app/api-server/enrich/snapshot.ts')).loadEnrichmentTables()" \
+ && ls /app/node_modules/.cache/blockfeed/
 # The official image's unprivileged `node` user (uid 1000), matching the chart's runAsUser.
 USER 1000:1000
 EXPOSE 8080 8081

@@ -97,12 +97,28 @@ class ArrayDictionary<T> implements Dictionary<T> {
  * rather than ~85,000 objects and strings: the live heap sets how far V8 lets the heap grow between full
  * collections, so every ingest pays for it. A name becomes a string only when it is looked up.
  */
-class AsnDictionary implements Dictionary<{ asn: number; name: string }> {
+export class AsnDictionary implements Dictionary<{ asn: number; name: string }> {
   size = 0;
   private asns: Uint32Array = new Uint32Array(1 << 17);
   private ends: Uint32Array = new Uint32Array(1 << 17);
-  private names = Buffer.allocUnsafe(1 << 22);
+  private names: Buffer = Buffer.allocUnsafe(1 << 22);
   private used = 0;
+
+  /** A dictionary of the entries `arrays` gave. */
+  static fromArrays(arrays: { asns: Uint32Array; ends: Uint32Array; names: Buffer }): AsnDictionary {
+    const d = new AsnDictionary();
+    d.asns = arrays.asns;
+    d.ends = arrays.ends;
+    d.names = arrays.names;
+    d.size = arrays.asns.length;
+    d.used = arrays.names.length;
+    return d;
+  }
+
+  /** The entries as three arrays (AS numbers, end of each name in `names`, the names' UTF-8). */
+  arrays(): { asns: Uint32Array; ends: Uint32Array; names: Buffer } {
+    return { asns: this.asns.subarray(0, this.size), ends: this.ends.subarray(0, this.size), names: this.names.subarray(0, this.used) };
+  }
 
   add(data: Buffer, valueAt: number, restAt: number, eol: number): void {
     if (this.size === this.asns.length) {
@@ -140,12 +156,12 @@ function grow(a: Uint32Array): Uint32Array {
  * 128-bit bounds are the slow part). `keyOf` returns a number identifying a row's value (an ASN, a
  * country code's two bytes); `make` builds the dictionary entry the first time a key is seen.
  */
-export function loadCsvTable<T>(
+export function loadCsvTable<T, D extends Dictionary<T>>(
   pkg: string,
   prefix: string,
   keyOf: (data: Buffer, valueAt: number) => number,
-  dictionary: Dictionary<T>,
-): CsvTable<T> {
+  dictionary: D,
+): CsvTable<T> & { dictionary: D } {
   const index = new Map<number, number>();
   const intern = (data: Buffer, v: number, rest: number, eol: number): number => {
     const k = keyOf(data, v);
@@ -227,7 +243,7 @@ export function loadCountryTable(pkg: string, prefix: string): CsvTable<string> 
 }
 
 /** An ASN table: the value is the AS number, the rest of the line its registered name. */
-export function loadAsnTable(pkg: string, prefix: string): CsvTable<{ asn: number; name: string }> {
+export function loadAsnTable(pkg: string, prefix: string): CsvTable<{ asn: number; name: string }> & { dictionary: AsnDictionary } {
   return loadCsvTable(
     pkg,
     prefix,

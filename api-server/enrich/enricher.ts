@@ -1,12 +1,14 @@
 // Everything known about a source address without looking at its activity: country, ASN, province, city,
-// carrier, network type and scanner identity. The tables load once per process (about a second, ~60 MB).
+// carrier, network type and scanner identity. The IPv4 tables come from a snapshot when one is cached
+// (snapshot.ts: milliseconds) or are built from the npm packages and data/ (tables.ts: about half a second);
+// the IPv6 tables are read on first use.
 import { type Isp, type Net } from '../../common/vocabulary.ts';
 import { ScannerRanges } from '../classify/scanners.ts';
 import { type Address } from './address.ts';
-import { loadAsnTable, loadCountryTable, type CsvTable } from './csv-ranges.ts';
-import { loadAsnList, loadScannerOrganisations } from './curated.ts';
-import { RegionLookup } from './ip2region.ts';
-import { netType, normalizeIsp, type NetRules } from './net-type.ts';
+import type { RegionLookup } from './ip2region.ts';
+import { netType, normalizeIsp } from './net-type.ts';
+import { loadEnrichmentTables } from './snapshot.ts';
+import type { AsnEntry, EnrichmentTables } from './tables.ts';
 
 export interface Enrichment {
   country: string | null;
@@ -21,50 +23,46 @@ export interface Enrichment {
   scannerOrg: string | null;
 }
 
-interface AsnEntry {
-  asn: number;
-  name: string;
-}
-
 export class Enricher {
-  private readonly country: CsvTable<string>;
-  private readonly asn: CsvTable<AsnEntry>;
   readonly regions: RegionLookup;
-  private readonly rules: NetRules;
+  private readonly tables: EnrichmentTables;
   private readonly scanners: ScannerRanges;
 
-  constructor() {
-    this.country = loadCountryTable('@ip-location-db/geo-whois-asn-country', 'geo-whois-asn-country');
-    this.asn = loadAsnTable('@ip-location-db/asn', 'asn');
-    this.regions = new RegionLookup();
-    this.rules = { edu: loadAsnList('edu-asns.yaml'), hosting: loadAsnList('hosting-asns.yaml'), mobile: loadAsnList('mobile-asns.yaml') };
-    this.scanners = new ScannerRanges(loadScannerOrganisations());
+  constructor(tables: EnrichmentTables = loadEnrichmentTables()) {
+    this.tables = tables;
+    this.regions = tables.regions;
+    this.scanners = new ScannerRanges(tables.scanners);
   }
 
   enrich(address: Address): Enrichment {
-    let countryIndex: number;
-    let asnIndex: number;
+    const t = this.tables;
+    let country: string | undefined;
+    let asnEntry: AsnEntry | undefined;
     if (address.kind === 4) {
-      countryIndex = this.country.v4.find(address.num);
-      asnIndex = this.asn.v4.find(address.num);
+      const c = t.countryV4.find(address.num);
+      country = c < 0 ? undefined : t.countries[c];
+      const a = t.asnV4.find(address.num);
+      asnEntry = a < 0 ? undefined : t.asns.get(a);
     } else {
-      countryIndex = this.country.v6().find(address.hi, address.lo);
-      asnIndex = this.asn.v6().find(address.hi, address.lo);
+      const v6 = t.v6();
+      const c = v6.country.v6().find(address.hi, address.lo);
+      country = c < 0 ? undefined : v6.country.dictionary.get(c);
+      const a = v6.asn.v6().find(address.hi, address.lo);
+      asnEntry = a < 0 ? undefined : v6.asn.dictionary.get(a);
     }
     const region = address.kind === 4 ? this.regions.lookupV4(address.num) : this.regions.lookupV6(address.text);
-    const asnEntry = asnIndex < 0 ? undefined : this.asn.dictionary.get(asnIndex);
     const asn = asnEntry?.asn ?? null;
     const carrier = region?.carrier ?? null;
     const scanner = this.scanners.match(address, asn);
     return {
-      country: (countryIndex < 0 ? undefined : this.country.dictionary.get(countryIndex)) ?? null,
+      country: country ?? null,
       province: region?.province ?? null,
       city: region?.city ?? null,
       carrier,
       isp: normalizeIsp(carrier),
       asn,
       asName: asnEntry?.name ?? null,
-      net: netType(this.rules, asn, carrier),
+      net: netType(t.rules, asn, carrier),
       scannerKind: scanner?.kind ?? null,
       scannerOrg: scanner?.org ?? null,
     };

@@ -39,31 +39,37 @@ interface Ip2RegionV6 {
   search(ip: string): { country: string; province: string; city: string; isp: string } | null;
 }
 
+function readIpv4Regions(): { v4: Ipv4Ranges; regions: Region[] } {
+  const data = readFileSync(packageFile('ip2region', 'data/ip2region.db'));
+  const first = data.readUInt32LE(0);
+  const last = data.readUInt32LE(4);
+  const builder = new Ipv4RangesBuilder((last - first) / 12 + 1);
+  const byPointer = new Map<number, number>();
+  const regions: Region[] = [];
+  for (let pos = first; pos <= last; pos += 12) {
+    const ptr = data.readUInt32LE(pos + 8);
+    let index = byPointer.get(ptr);
+    if (index === undefined) {
+      const length = ptr >>> 24;
+      const at = ptr & 0xffffff;
+      index = regions.length;
+      regions.push(fromRecord(data.toString('utf8', at + 4, at + length)));
+      byPointer.set(ptr, index);
+    }
+    builder.add(data.readUInt32LE(pos), data.readUInt32LE(pos + 4), index);
+  }
+  return { v4: builder.build(), regions };
+}
+
 export class RegionLookup {
-  private readonly v4: Ipv4Ranges;
-  private readonly regions: Region[];
+  readonly v4: Ipv4Ranges;
+  readonly regions: readonly Region[];
   private v6?: Ip2RegionV6;
 
-  constructor() {
-    const data = readFileSync(packageFile('ip2region', 'data/ip2region.db'));
-    const first = data.readUInt32LE(0);
-    const last = data.readUInt32LE(4);
-    const builder = new Ipv4RangesBuilder((last - first) / 12 + 1);
-    const byPointer = new Map<number, number>();
-    this.regions = [];
-    for (let pos = first; pos <= last; pos += 12) {
-      const ptr = data.readUInt32LE(pos + 8);
-      let index = byPointer.get(ptr);
-      if (index === undefined) {
-        const length = ptr >>> 24;
-        const at = ptr & 0xffffff;
-        index = this.regions.length;
-        this.regions.push(fromRecord(data.toString('utf8', at + 4, at + length)));
-        byPointer.set(ptr, index);
-      }
-      builder.add(data.readUInt32LE(pos), data.readUInt32LE(pos + 4), index);
-    }
-    this.v4 = builder.build();
+  /** From its parts (a snapshot, enrich/snapshot.ts), or read from the package's IPv4 file. */
+  constructor(parts: { v4: Ipv4Ranges; regions: readonly Region[] } = readIpv4Regions()) {
+    this.v4 = parts.v4;
+    this.regions = parts.regions;
   }
 
   /** Every IPv4 range with its region (the demo picks real Chinese addresses from these). */
