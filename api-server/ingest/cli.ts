@@ -11,7 +11,7 @@ import { Option, type Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
 import { INPUT_FORMATS, type InputFormat } from './formats/index.ts';
-import { exitCodeOf, type IngestStats } from './pipeline.ts';
+import { DEFAULT_BATCH_SIZE, exitCodeOf, type IngestStats } from './pipeline.ts';
 import { createProgress } from './progress.ts';
 import type { IngestJob, IngestMessage } from './run.ts';
 
@@ -82,7 +82,7 @@ export function registerIngestCommands(program: Command): void {
     .argument('[files...]', 'log files; - or none reads standard input')
     .addOption(new Option('-f, --format <format>', 'input format').choices(INPUT_FORMATS).makeOptionMandatory())
     .option('-s, --sensor <id>', 'sensor name for lines that do not carry one')
-    .option('--batch-size <n>', 'events per COPY (a transaction holds several)', parseIntegerOption('--batch-size', 1, 1_000_000), 10_000)
+    .option('--batch-size <n>', 'events per COPY (a transaction holds several)', parseIntegerOption('--batch-size', 1, 1_000_000), DEFAULT_BATCH_SIZE)
     .addHelpText('after', '\nExit status: 0 all lines stored, 1 some lines rejected, 2 nothing stored.')
     .action(async (files: string[], flags: IngestFlags) => {
       const { names, totalBytes } = checkInputs(files);

@@ -41,6 +41,13 @@ export interface WindowLimits {
   idleMilliseconds: number;
 }
 
+/**
+ * Events per batch (a COPY each, into each day's partition). Fewer, larger batches cost PostgreSQL less (each
+ * has a few round trips and its own partial ip_hourly rows); 50,000 keeps three batches in flight within
+ * about 20 MB (bench/ingest: 10,000 → 50,000 took ~10% off a million events; 100,000 saved no more).
+ */
+export const DEFAULT_BATCH_SIZE = 50_000;
+
 export const DEFAULT_WINDOW_LIMITS: WindowLimits = { addresses: 200_000, milliseconds: 10_000, idleMilliseconds: 1_000 };
 
 export interface IngestOptions {
@@ -64,7 +71,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Ingests the inputs in order through `writer`; returns the accumulated stats. */
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
-  const { writer, batchSize = 10_000, onReject, onProgress } = options;
+  const { writer, batchSize = DEFAULT_BATCH_SIZE, onReject, onProgress } = options;
   const limits = { ...DEFAULT_WINDOW_LIMITS, ...options.windowLimits };
   const stats = options.stats ?? emptyStats();
   const raw = new RawEvent();
