@@ -49,11 +49,13 @@ export class RawEvent {
   sensorStart = 0;
   sensorEnd = 0;
   action = 0;
-  /** line[userStart, userEnd), or null when userStart is -1. */
+  /** userBytes[userStart, userEnd), or null when userStart is -1. */
+  userBytes: Buffer = NO_BYTES;
   userStart = -1;
   userEnd = -1;
-  /** `commandPrefix` + line[commandStart, commandEnd), or null when commandStart is -1. */
+  /** `commandPrefix` + commandBytes[commandStart, commandEnd), or null when commandStart is -1. */
   commandPrefix: Buffer | null = null;
+  commandBytes: Buffer = NO_BYTES;
   commandStart = -1;
   commandEnd = -1;
 }
@@ -114,7 +116,6 @@ export class EventBatch {
   }
 
   addRaw(r: RawEvent): void {
-    const line = r.line;
     const slot = this.facts.slotOfV4(r.src);
     this.fold(slot, r.ts, r.source, r.action, r.service, r.port, r.sensor);
     const out = this.out;
@@ -132,9 +133,9 @@ export class EventBatch {
     out.bytes(r.sensorBytes, r.sensorStart, r.sensorEnd);
     out.int16(r.action);
     if (r.userStart < 0) out.null();
-    else out.bytes(line, r.userStart, r.userEnd);
+    else out.bytes(r.userBytes, r.userStart, r.userEnd);
     if (r.commandStart < 0) out.null();
-    else out.bytes(line, r.commandStart, r.commandEnd, r.commandPrefix ?? undefined);
+    else out.bytes(r.commandBytes, r.commandStart, r.commandEnd, r.commandPrefix ?? undefined);
   }
 
   /**
@@ -206,13 +207,13 @@ export class EventBatch {
     c[at++] = 48 + r.action;
     c[at++] = SEP;
     if (r.userStart < 0) c[at++] = 0;
-    else for (let i = r.userStart; i < r.userEnd; i++) c[at++] = line[i] as number;
+    else for (let i = r.userStart, user = r.userBytes; i < r.userEnd; i++) c[at++] = user[i] as number;
     c[at++] = SEP;
     if (r.commandStart < 0) c[at++] = 0;
     else {
       const prefix = r.commandPrefix;
       if (prefix) for (let i = 0; i < prefix.length; i++) c[at++] = prefix[i] as number;
-      for (let i = r.commandStart; i < r.commandEnd; i++) c[at++] = line[i] as number;
+      for (let i = r.commandStart, command = r.commandBytes; i < r.commandEnd; i++) c[at++] = command[i] as number;
     }
     // One view per length, made once: a new view per event would be garbage per event.
     const view = (this.canonicalViews[at] ??= c.subarray(0, at));

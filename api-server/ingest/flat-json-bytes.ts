@@ -1,8 +1,9 @@
 // The byte-level twin of flat-json.ts, for the hot path of a bulk ingest: reads one line of UTF-8 bytes as
 // a flat JSON object and records where the wanted fields' values are, without making a single string. Only
-// the plainest lines qualify — ASCII only, strings without escapes, no nesting; anything else (and anything
+// the plainest lines qualify — ASCII only, no nesting, keys without escapes; anything else (and anything
 // that is not valid JSON) is refused, and the caller hands the line to the general path, so what a line
-// means never depends on which reader read it. Pure.
+// means never depends on which reader read it. String values may hold escapes (a shell command's quotes):
+// such fields are marked `escaped`, and decodeAscii gives their characters. Pure.
 
 /** What a field's value is (`kind`); ABSENT when the line does not have the field. */
 export const ABSENT = 0;
@@ -28,6 +29,8 @@ const isDigit = (c: number) => c >= ZERO && c <= NINE;
 /** Where each wanted field's value was found in the last line read (indexes are the wanted keys' order). */
 export class FlatFields {
   readonly kind: Uint8Array;
+  /** 1 where a string value holds escapes (its bytes are then not its characters: see decodeAscii). */
+  readonly escaped: Uint8Array;
   /** For strings the characters between the quotes; for numbers and literals the token. */
   readonly start: Int32Array;
   readonly end: Int32Array;
@@ -36,6 +39,7 @@ export class FlatFields {
 
   constructor(wanted: readonly string[]) {
     this.kind = new Uint8Array(wanted.length);
+    this.escaped = new Uint8Array(wanted.length);
     this.start = new Int32Array(wanted.length);
     this.end = new Int32Array(wanted.length);
     wanted.forEach((name, id) => {
@@ -77,13 +81,20 @@ export class FlatFields {
       let kind: number;
       let from = i;
       let to: number;
+      let escaped = 0;
       if (c === QUOTE) {
         from = ++i;
         for (;; i++) {
           if (i >= end) return false;
           c = line[i] as number;
           if (c === QUOTE) break;
-          if (c < 32 || c === BACKSLASH || c > 126) return false;
+          if (c < 32 || c > 126) return false;
+          if (c === BACKSLASH) {
+            const length = escapeLength(line, i, end);
+            if (length < 0) return false;
+            i += length - 1;
+            escaped = 1;
+          }
         }
         to = i++;
         kind = STRING;
@@ -105,6 +116,7 @@ export class FlatFields {
       // A repeated key: the last one counts, as with JSON.parse.
       if (field >= 0) {
         this.kind[field] = kind;
+        this.escaped[field] = escaped;
         this.start[field] = from;
         this.end[field] = to;
       }
@@ -167,6 +179,52 @@ function numberEnd(line: Buffer, at: number, end: number): number {
     while (digit(i)) i++;
   }
   return i;
+}
+
+/** Length of the JSON escape at `at` (a backslash): 2, or 6 for \uXXXX; -1 when it is not one. */
+function escapeLength(line: Buffer, at: number, end: number): number {
+  if (at + 1 >= end) return -1;
+  const c = line[at + 1] as number;
+  // " \ / b f n r t
+  if (c === 34 || c === 92 || c === 47 || c === 98 || c === 102 || c === 110 || c === 114 || c === 116) return 2;
+  if (c !== 117 /* u */ || at + 6 > end) return -1;
+  for (let k = at + 2; k < at + 6; k++) if (hexValue(line[k] as number) < 0) return -1;
+  return 6;
+}
+
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+const UNESCAPED: Record<number, number> = { 34: 34, 92: 92, 47: 47, 98: 8, 102: 12, 110: 10, 114: 13, 116: 9 };
+
+/**
+ * The characters of the escaped string value line[start, end) (as read: valid escapes, ASCII) written into
+ * `out` from 0; returns their count, or -1 when one is not ASCII or is NUL (such values go the general way).
+ */
+export function decodeAscii(line: Buffer, start: number, end: number, out: Buffer): number {
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const c = line[i] as number;
+    if (c !== BACKSLASH) {
+      out[n++] = c;
+      continue;
+    }
+    const e = line[i + 1] as number;
+    if (e === 117) {
+      const code = (hexValue(line[i + 2] as number) << 12) | (hexValue(line[i + 3] as number) << 8) | (hexValue(line[i + 4] as number) << 4) | hexValue(line[i + 5] as number);
+      if (code === 0 || code > 126) return -1;
+      out[n++] = code;
+      i += 5;
+    } else {
+      out[n++] = UNESCAPED[e] as number;
+      i++;
+    }
+  }
+  return n;
 }
 
 function literalAt(line: Buffer, at: number, end: number, word: string): boolean {

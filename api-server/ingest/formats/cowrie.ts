@@ -11,7 +11,7 @@ import {
   type ParserOptions,
 } from '../event.ts';
 import { readFlatObject } from '../flat-json.ts';
-import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual, plainInteger } from '../flat-json-bytes.ts';
+import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual, decodeAscii, plainInteger } from '../flat-json-bytes.ts';
 import type { SensorNames } from '../sensors.ts';
 
 /** What each kept eventid means; other eventids (client.version, kex, session.closed, ...) are housekeeping. */
@@ -167,6 +167,8 @@ export function cowrieParser(options: ParserOptions = {}, read: (line: string) =
 
 const FIELDS = ['eventid', 'session', 'protocol', 'dst_port', 'timestamp', 'src_ip', 'sensor', 'username', 'input', 'url', 'filename', 'outfile'] as const;
 const F = Object.fromEntries(FIELDS.map((name, i) => [name, i])) as Record<(typeof FIELDS)[number], number>;
+/** Fields compared or kept as their bytes: they must be plain (no escapes) for the byte reader. */
+const PLAIN_FIELDS = [F.eventid, F.session, F.protocol, F.timestamp, F.src_ip, F.sensor];
 
 /** What the reader does with each eventid it knows; the forwards (direct-tcpip) go the general way. */
 const CONNECT = 1;
@@ -193,20 +195,49 @@ for (const [name, kind] of [
 const TELNET = Buffer.from('telnet');
 const PREFIX = { download: Buffer.from('download '), upload: Buffer.from('upload '), bareDownload: Buffer.from('download'), bareUpload: Buffer.from('upload') };
 const SSH = SERVICES.indexOf('ssh');
+/** The ASCII characters String.prototype.trim removes: tab, line feed, vertical tab, form feed, return, space. */
+const isTrimmed = (c: number) => (c >= 9 && c <= 13) || c === 32;
 const TELNET_SERVICE = SERVICES.indexOf('telnet');
 
 function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): ByteLineReader {
   const fields = new FlatFields(FIELDS);
   const times = new IsoUtcBytes();
+  const { escaped } = fields;
+  const line0 = Buffer.alloc(0);
+  // Decoded escaped values (at most MAX_TEXT characters, so the raw text is at most six times that).
+  const userScratch = Buffer.alloc(MAX_TEXT * 6);
+  const commandScratch = Buffer.alloc(MAX_TEXT * 6);
   const { kind, start, end } = fields;
   const fallbackOk = fallbackSensor.length <= MAX_SENSOR_NAME && fallbackSensor.trim() === fallbackSensor && fallbackSensor !== '' && /^[\x20-\x7e]*$/.test(fallbackSensor);
   const fallbackBytes = Buffer.from(fallbackSensor);
 
-  /** A string field as optionalText gives it, when plain: 1 = present, 0 = null, -1 = decline. */
-  const text = (f: number): number => {
+  /**
+   * A string field as optionalText would give it, pointed at by (bytes, from, to): its bytes in the line, or
+   * its characters decoded into `scratch` when it holds escapes. Returns 1 = present, 0 = null, -1 = decline.
+   */
+  let bytes: Buffer = line0;
+  let from = 0;
+  let to = 0;
+  const text = (line: Buffer, f: number, scratch: Buffer): number => {
     const k = kind[f];
     if (k === ABSENT || k === NULL) return 0;
-    return k === STRING && (end[f] as number) - (start[f] as number) <= MAX_TEXT ? 1 : -1;
+    if (k !== STRING) return -1;
+    const s = start[f] as number;
+    const e = end[f] as number;
+    if (escaped[f] === 0) {
+      if (e - s > MAX_TEXT) return -1;
+      bytes = line;
+      from = s;
+      to = e;
+      return 1;
+    }
+    if (e - s > scratch.length) return -1;
+    const n = decodeAscii(line, s, e, scratch);
+    if (n < 0 || n > MAX_TEXT) return -1;
+    bytes = scratch;
+    from = 0;
+    to = n;
+    return 1;
   };
   /** optionalPort of a field: the port, null (-1), or undefined when the general path must decide. */
   const port = (line: Buffer, f: number): number | undefined => {
@@ -217,9 +248,11 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     return n >= 0 && n <= 65535 ? n : undefined;
   };
 
-  return (line: Buffer, from: number, to: number, out: RawEvent, sensors: SensorNames): number => {
-    if (!fields.read(line, from, to)) return BYTES_DECLINED;
+  return (line: Buffer, lineStart: number, lineEnd: number, out: RawEvent, sensors: SensorNames): number => {
+    if (!fields.read(line, lineStart, lineEnd)) return BYTES_DECLINED;
     if (kind[F.eventid] !== STRING) return BYTES_DECLINED;
+    // Fields compared or kept as their bytes must be plain: escapes in them go the general way.
+    for (const f of PLAIN_FIELDS) if (escaped[f] !== 0) return BYTES_DECLINED;
     const e0 = start[F.eventid] as number;
     const e1 = end[F.eventid] as number;
     let what = 0;
@@ -269,36 +302,34 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     let action = 0;
     if (what === LOGIN) {
       action = 1;
-      const u = text(F.username);
+      const u = text(line, F.username, userScratch);
       if (u < 0) return BYTES_DECLINED;
       if (u > 0) {
-        out.userStart = start[F.username] as number;
-        out.userEnd = end[F.username] as number;
+        out.userBytes = bytes;
+        out.userStart = from;
+        out.userEnd = to;
       }
     } else if (what === COMMAND) {
       action = 2;
-      if (text(F.input) <= 0) return BYTES_DECLINED;
-      out.commandStart = start[F.input] as number;
-      out.commandEnd = end[F.input] as number;
+      if (text(line, F.input, commandScratch) <= 0) return BYTES_DECLINED;
+      out.commandBytes = bytes;
+      out.commandStart = from;
+      out.commandEnd = to;
     } else if (what === DOWNLOAD || what === UPLOAD) {
       action = 2;
-      let target = -1;
-      for (const f of [F.url, F.filename, F.outfile]) {
-        const t = text(f);
-        if (t < 0) return BYTES_DECLINED;
-        if (t > 0) {
-          target = f;
-          break;
-        }
-      }
-      const t0 = target < 0 ? 0 : (start[target] as number);
-      const t1 = target < 0 ? 0 : (end[target] as number);
-      // `${kind} ${target}`.trim(): a target with spaces at its ends goes the general way.
-      if (t1 > t0 && (line[t0] === 32 || line[t1 - 1] === 32)) return BYTES_DECLINED;
+      // url ?? filename ?? outfile, each checked only if those before it are null.
+      let t = text(line, F.url, commandScratch);
+      if (t === 0) t = text(line, F.filename, commandScratch);
+      if (t === 0) t = text(line, F.outfile, commandScratch);
+      if (t < 0) return BYTES_DECLINED;
+      if (t === 0) from = to = 0;
+      // `${kind} ${target}`.trim(): a target with white space at its ends goes the general way.
+      if (to > from && (isTrimmed(bytes[from] as number) || isTrimmed(bytes[to - 1] as number))) return BYTES_DECLINED;
       const upload = what === UPLOAD;
-      out.commandPrefix = t1 > t0 ? (upload ? PREFIX.upload : PREFIX.download) : upload ? PREFIX.bareUpload : PREFIX.bareDownload;
-      out.commandStart = t0;
-      out.commandEnd = t1;
+      out.commandPrefix = to > from ? (upload ? PREFIX.upload : PREFIX.download) : upload ? PREFIX.bareUpload : PREFIX.bareDownload;
+      out.commandBytes = bytes;
+      out.commandStart = from;
+      out.commandEnd = to;
     }
 
     const sensor = sensorBytes === line ? sensors.localOfBytes(line, s0, s1) : sensors.local(fallbackSensor);

@@ -92,7 +92,7 @@ const field = {
   dst_port: fc.constantFrom(22, 2222, 23, 80, 0, 65535, 65536, -1, 2.5, 22.0, 1e2, '22', null),
   protocol: fc.constantFrom('ssh', 'telnet', 'Telnet', null),
   username: fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom(null, 3, 'rööt', 'x'.repeat(4097))),
-  input: fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('a\\b', 'tab\there', 'nul\u0000', 'é', null, 5, 'x'.repeat(4096), 'x'.repeat(4097))),
+  input: fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('a\\b', 'tab\there', 'nul\u0000', 'é', 'echo "a\\b"', '\u007f\u0001', null, 5, 'x'.repeat(4096), 'x'.repeat(4097), '"'.repeat(4096), '"'.repeat(4097))),
   url: fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom(' http://x ', 'http://198.51.100.9/a', '', null, 9)),
   filename: fc.constantFrom('/tmp/x', null, '', 3),
   outfile: fc.constantFrom('dl/abc', null),
@@ -102,11 +102,21 @@ const cowrieObject = fc.record(field, { requiredKeys: ['eventid'] });
 
 /** JSON text of an object, with random spacing, and sometimes a key repeated with another value. */
 const cowrieLine = fc
-  .tuple(cowrieObject, fc.constantFrom('', ' ', '\t'), fc.option(fc.tuple(fc.constantFrom(...Object.keys(field)), fc.constantFrom('"hp-9"', '23', 'null', '"cowrie.login.failed"'))))
-  .map(([o, space, repeat]) => {
+  .tuple(
+    cowrieObject,
+    fc.constantFrom('', ' ', '\t'),
+    fc.option(fc.tuple(fc.constantFrom(...Object.keys(field)), fc.constantFrom('"hp-9"', '23', 'null', '"cowrie.login.failed"'))),
+    // Characters written as \u escapes (in keys and values alike), as some JSON writers do.
+    fc.constantFrom('', 'o', 'r', '/', ':'),
+  )
+  .map(([o, space, repeat, escapedChar]) => {
     const pairs = Object.entries(o).map(([k, v]) => `${JSON.stringify(k)}:${space}${JSON.stringify(v)}`);
     if (repeat) pairs.push(`"${repeat[0]}":${repeat[1]}`);
-    return `{${space}${pairs.join(`,${space}`)}${space}}`;
+    const line = `{${space}${pairs.join(`,${space}`)}${space}}`;
+    if (escapedChar === '') return line;
+    const u = `\\u${escapedChar.charCodeAt(0).toString(16).padStart(4, '0')}`;
+    // Inside strings only: between a quote and the next one, outside escapes.
+    return line.replace(/"(?:[^"\\]|\\.)*"/g, (str) => str.replaceAll(escapedChar, u));
   });
 
 describe('the Cowrie byte reader', () => {
