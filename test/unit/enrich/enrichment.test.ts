@@ -66,4 +66,28 @@ describe('address and range primitives', () => {
     const r = b.build();
     expect([0, 10, 19, 20, 150, 199, 200, 300, 301, 2 ** 32 - 1].map((ip) => r.find(ip))).toEqual([-1, 5, 5, -1, 7, 7, -1, 9, -1, -1]);
   });
+
+  it('finds the same range as a scan over the table, for ranges spanning /16s and random tables', () => {
+    let x = 1;
+    const next = () => (x = (Math.imul(x, 1_103_515_245) + 12_345) >>> 0);
+    for (let table = 0; table < 20; table++) {
+      const b = new Ipv4RangesBuilder();
+      const ranges: [number, number, number][] = [];
+      // Non-overlapping ranges of very different widths: single addresses up to several /8s.
+      let at = next() % 1000;
+      for (let i = 0; at < 2 ** 32 - 1 && i < 200; i++) {
+        const width = 2 ** (next() % (table % 2 ? 26 : 12));
+        const end = Math.min(2 ** 32 - 1, at + width - 1);
+        if (next() % 3) ranges.push([at, end, i]);
+        at = end + 1 + (next() % (table % 3 ? 5000 : 2));
+      }
+      for (const [s, e, v] of ranges) b.add(s, e, v);
+      const r = b.build();
+      const probes = [0, 2 ** 32 - 1, ...ranges.flatMap(([s, e]) => [s, e, s - 1, e + 1]), ...Array.from({ length: 500 }, next)];
+      for (const ip of probes.filter((p) => p >= 0 && p < 2 ** 32)) {
+        const expected = ranges.find(([s, e]) => s <= ip && ip <= e)?.[2] ?? -1;
+        expect(r.find(ip), `table ${table}, ${ip}`).toBe(expected);
+      }
+    }
+  });
 });
