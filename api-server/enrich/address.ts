@@ -6,37 +6,21 @@ export type Address =
   | { readonly kind: 4; readonly text: string; readonly num: number }
   | { readonly kind: 6; readonly text: string; readonly hi: bigint; readonly lo: bigint };
 
-/**
- * A dotted quad (four decimal octets 0-255, no leading zeros) as a number, or -1. Read from the characters:
- * every ingested event goes through here.
- */
+const QUAD = Buffer.alloc(15);
+
+/** A dotted quad given as text (see dottedQuadBytes), or -1. */
 function dottedQuad(text: string): number {
   const n = text.length;
   if (n < 7 || n > 15) return -1;
-  let num = 0;
-  let octet = 0;
-  let digits = 0;
-  let dots = 0;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 46 /* . */) {
-      if (digits === 0 || dots === 3) return -1;
-      num = num * 256 + octet;
-      octet = 0;
-      digits = 0;
-      dots++;
-      continue;
-    }
-    const d = c - 48;
-    if (d < 0 || d > 9 || (digits === 1 && octet === 0)) return -1;
-    octet = octet * 10 + d;
-    if (octet > 255) return -1;
-    digits++;
-  }
-  return dots === 3 && digits > 0 ? num * 256 + octet : -1;
+  for (let i = 0; i < n; i++) if (text.charCodeAt(i) > 127) return -1;
+  QUAD.write(text, 'latin1');
+  return dottedQuadBytes(QUAD, 0, n);
 }
 
-/** dottedQuad over the ASCII bytes b[start, end). */
+/**
+ * A dotted quad (four decimal octets 0-255, no leading zeros) in the ASCII bytes b[start, end) as a number,
+ * or -1. Read byte by byte: every ingested event goes through here.
+ */
 export function dottedQuadBytes(b: Buffer, start: number, end: number): number {
   const n = end - start;
   if (n < 7 || n > 15) return -1;

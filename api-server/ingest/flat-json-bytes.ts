@@ -4,6 +4,7 @@
 // that is not valid JSON) is refused, and the caller hands the line to the general path, so what a line
 // means never depends on which reader read it. String values may hold escapes (a shell command's quotes):
 // such fields are marked `escaped`, and decodeAscii gives their characters. Pure.
+import { BACKSLASH, CLOSE, COLON, COMMA, MINUS, OPEN, QUOTE, ZERO, isDigit, numberEnd } from './json-grammar.ts';
 
 /** What a field's value is (`kind`); ABSENT when the line does not have the field. */
 export const ABSENT = 0;
@@ -13,18 +14,6 @@ export const TRUE = 3;
 export const FALSE = 4;
 export const NULL = 5;
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const COLON = 58;
-const OPEN = 123;
-const CLOSE = 125;
-const MINUS = 45;
-const DOT = 46;
-const ZERO = 48;
-const NINE = 57;
-
-const isDigit = (c: number) => c >= ZERO && c <= NINE;
 
 /** Where each wanted field's value was found in the last line read (indexes are the wanted keys' order). */
 export class FlatFields {
@@ -99,7 +88,7 @@ export class FlatFields {
         to = i++;
         kind = STRING;
       } else if (c === MINUS || isDigit(c)) {
-        to = numberEnd(line, i, end);
+        to = numberEnd((k) => (k < end ? (line[k] as number) : -1), i);
         if (to < 0) return false;
         kind = NUMBER;
         i = to;
@@ -155,30 +144,6 @@ function skipSpace(line: Buffer, at: number, end: number): number {
     at++;
   }
   return at;
-}
-
-/** End of the JSON number starting at `at` (its strict grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), or -1. */
-function numberEnd(line: Buffer, at: number, end: number): number {
-  let i = at;
-  const digit = (k: number) => k < end && isDigit(line[k] as number);
-  if (line[i] === MINUS) i++;
-  if (i < end && line[i] === ZERO) i++;
-  else if (digit(i)) while (digit(i)) i++;
-  else return -1;
-  if (i < end && line[i] === DOT) {
-    i++;
-    if (!digit(i)) return -1;
-    while (digit(i)) i++;
-  }
-  const e = i < end ? line[i] : 0;
-  if (e === 101 || e === 69) {
-    i++;
-    const sign = i < end ? line[i] : 0;
-    if (sign === 43 || sign === MINUS) i++;
-    if (!digit(i)) return -1;
-    while (digit(i)) i++;
-  }
-  return i;
 }
 
 /** Length of the JSON escape at `at` (a backslash): 2, or 6 for \uXXXX; -1 when it is not one. */

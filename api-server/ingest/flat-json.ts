@@ -2,20 +2,9 @@
 // (no escapes), numbers, true, false or null. It keeps only the fields a parser asks for, so the others never
 // become strings. Anything else — nesting, escapes, control characters, invalid JSON — returns undefined and
 // the caller uses JSON.parse, so what a line means never depends on which reader read it. Pure.
-
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const COLON = 58;
-const OPEN = 123;
-const CLOSE = 125;
-const MINUS = 45;
-const DOT = 46;
-const ZERO = 48;
-const NINE = 57;
+import { BACKSLASH, CLOSE, COLON, COMMA, MINUS, OPEN, QUOTE, isDigit, numberEnd } from './json-grammar.ts';
 
 const isSpace = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
-const isDigit = (c: number) => c >= ZERO && c <= NINE;
 
 /** Characters that end the fast path inside a string (escapes, control characters). */
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
@@ -34,29 +23,6 @@ function plainStringEnd(line: string, at: number, clean: boolean): number {
     if (c < 32 || c === BACKSLASH) return -1;
   }
   return close + 1;
-}
-
-/** End of the JSON number starting at `at` (its strict grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), or -1. */
-function numberEnd(line: string, at: number): number {
-  let i = at;
-  if (line.charCodeAt(i) === MINUS) i++;
-  if (line.charCodeAt(i) === ZERO) i++;
-  else if (isDigit(line.charCodeAt(i))) while (isDigit(line.charCodeAt(i))) i++;
-  else return -1;
-  if (line.charCodeAt(i) === DOT) {
-    i++;
-    if (!isDigit(line.charCodeAt(i))) return -1;
-    while (isDigit(line.charCodeAt(i))) i++;
-  }
-  const e = line.charCodeAt(i);
-  if (e === 101 || e === 69) {
-    i++;
-    const sign = line.charCodeAt(i);
-    if (sign === 43 || sign === MINUS) i++;
-    if (!isDigit(line.charCodeAt(i))) return -1;
-    while (isDigit(line.charCodeAt(i))) i++;
-  }
-  return i;
 }
 
 // V8 makes a slice of 13 or more characters a view that keeps its whole line alive; values a caller keeps
@@ -134,7 +100,7 @@ export function readFlatObject(line: string, wanted: ReadonlySet<string>, kept: 
       if (end < 0) return undefined;
       if (key !== undefined) value = kept.has(key) ? ownString(line, i + 1, end - 1) : line.slice(i + 1, end - 1);
     } else if (c === MINUS || isDigit(c)) {
-      end = numberEnd(line, i);
+      end = numberEnd((k) => line.charCodeAt(k), i);
       if (end < 0) return undefined;
       if (key !== undefined) value = Number(line.slice(i, end));
     } else if (line.startsWith('true', i)) {
