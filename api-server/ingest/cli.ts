@@ -6,8 +6,6 @@
 // a capped old generation, so peak memory is set here by design rather than by how far V8 lets heaps grow.
 // The main thread only checks the arguments, relays messages and prints.
 import { statSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
-import { Worker } from 'node:worker_threads';
 import { Option, type Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
@@ -15,16 +13,9 @@ import { INPUT_FORMATS, type InputFormat } from './formats/index.ts';
 import { DEFAULT_BATCH_SIZE, exitCodeOf, type IngestStats } from './pipeline.ts';
 import { createProgress } from './progress.ts';
 import type { IngestJob, IngestMessage } from './run.ts';
+import { ingestWorker } from './worker.ts';
 
 const MAX_PRINTED_REJECTIONS = 1000;
-
-/**
- * The ingest worker's heap: room for the modules and three batches in flight (bench/ingest.ts peaks at
- * 270–285 MB RSS for the whole process). The young generation is the parse loop's nursery; with the
- * byte-level reader little of what it allocates survives, and 8–64 MB made no measurable difference.
- */
-export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 256 };
-const INGEST_INITIAL_OLD_SPACE_MB = 64;
 
 interface IngestFlags {
   format: InputFormat;
@@ -58,12 +49,8 @@ function checkInputs(files: string[]): { names: string[]; totalBytes?: number } 
 /** Runs the job in a bounded worker, calling `onMessage` for each report; resolves with the final stats. */
 function runInWorker(job: IngestJob, onMessage: (m: IngestMessage) => void): Promise<IngestStats> {
   const readsStdin = job.names.includes('-');
-  // The worker's old generation starts at 64 MB instead of growing from a few: a million-line ingest then
-  // runs a handful of full collections instead of ~18 (their concurrent marking cost ~0.3 s of CPU; 128 MB
-  // saves a little more but brings the peak RSS within 10 MB of the 300 MB budget). V8 reads heap flags when
-  // an isolate is made, so this reaches the worker, not the heap of the thread running here.
-  setFlagsFromString(`--initial-old-space-size=${INGEST_INITIAL_OLD_SPACE_MB}`);
-  const worker = new Worker(new URL('./run.ts', import.meta.url), { workerData: job, stdin: readsStdin, resourceLimits: INGEST_HEAP_LIMITS });
+  const worker = ingestWorker(readsStdin);
+  worker.postMessage(job);
   if (readsStdin && worker.stdin) process.stdin.pipe(worker.stdin);
   return new Promise((resolve, reject) => {
     let outcome: IngestMessage | undefined;

@@ -1,9 +1,10 @@
-// The body of `blockfeed ingest`, run in a worker thread (see cli.ts): opens the store, ingests the named
-// inputs and reports to the main thread by message — progress, rejected lines, the final stats, or a failure.
+// The body of `blockfeed ingest`, run in a worker thread (see cli.ts and worker.ts): it takes its job as the
+// first message, opens the store, ingests the named inputs and reports to the main thread by message —
+// progress, rejected lines, the final stats, or a failure.
 // All the ingest's modules, the enrichment tables and the parse/encode garbage live in this worker's heap,
 // whose size the main thread bounds with `resourceLimits`.
 import { open } from 'node:fs/promises';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import type { Config } from '../../common/config.ts';
 import { UserError } from '../../common/errors.ts';
 import { createLogger } from '../../common/logging.ts';
@@ -90,8 +91,11 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<vo
 if (parentPort) {
   const port = parentPort;
   const post = (m: IngestMessage) => port.postMessage(m);
+  // Started ahead of its job (worker.ts): the lookup tables load while the main thread is still starting.
+  sharedEnricher();
+  const job = await new Promise<IngestJob>((resolve) => port.once('message', resolve));
   try {
-    await run(workerData as IngestJob, post);
+    await run(job, post);
   } catch (err) {
     if (err instanceof UserError) post({ kind: 'failed', message: err.message, exitCode: err.exitCode });
     else post({ kind: 'failed', message: (err as Error).stack ?? String(err) });
