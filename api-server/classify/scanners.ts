@@ -32,9 +32,22 @@ export class ScannerRanges {
   }
 
   match(address: Address, asn: number | null): ScannerMatch | undefined {
-    let i = address.kind === 4 ? this.v4.find(address.num) : this.v6.find(address.hi, address.lo);
-    if (i < 0 && asn !== null) i = this.byAsn.get(asn) ?? -1;
+    const i = this.indexOf(address.kind === 4 ? this.v4.find(address.num) : this.v6.find(address.hi, address.lo), asn);
     const org = this.orgs[i];
     return org ? { kind: org.kind, org: org.name } : undefined;
+  }
+
+  /** The organisation an IPv4 address (as a number) in `asn` belongs to, as an index (-1: none). */
+  indexOfV4(num: number, asn: number | null): number {
+    return this.indexOf(this.v4.find(num), asn);
+  }
+
+  /** Its own ranges first, then its ASNs. */
+  private indexOf(byRange: number, asn: number | null): number {
+    return byRange >= 0 || asn === null ? byRange : (this.byAsn.get(asn) ?? -1);
+  }
+
+  get size(): number {
+    return this.orgs.length;
   }
 }

@@ -160,10 +160,11 @@ async function copyEncoded(client: pg.PoolClient, sql: string, out: BinaryCopyWr
 const ENRICHED_REMEMBERED = 50_000;
 
 /**
- * The enrichment columns of addresses seen lately, encoded (copy-binary.ts) as a latin1 string: an address
- * recurs window after window, and the lookups and their encoding need doing once per run. Bounded without
- * per-entry cost: when the young generation fills, the old one is dropped whole. The tables do not change
- * while a process runs, so remembered columns are what a fresh lookup would give.
+ * Enrichment columns, encoded (copy-binary.ts) as a latin1 string, remembered by what names them (Enricher
+ * keyV4): the ~80,000 addresses of a million Cowrie events have ~10,000 distinct enrichments, and encoding
+ * each once instead of per address takes ~0.25 s off the end of such an ingest. Bounded without per-entry
+ * cost: when the young generation fills, the old one is dropped whole. The tables do not change while a
+ * process runs, so remembered columns are what a fresh lookup would give.
  */
 class EnrichedColumns {
   private young = new Map<number | string, string>();
@@ -176,7 +177,8 @@ class EnrichedColumns {
   }
 
   of(facts: AddressFacts, slot: number): string {
-    const key = facts.isV4(slot) ? facts.v4(slot) : facts.address(slot).text;
+    // IPv4 addresses by what names their enrichment (many share one), IPv6 ones by their text.
+    const key = (facts.isV4(slot) ? this.enricher.keyV4(facts.v4(slot)) : undefined) ?? facts.address(slot).text;
     let columns = this.young.get(key);
     if (columns !== undefined) return columns;
     columns = this.old.get(key) ?? this.encode(this.enricher.enrich(facts.address(slot)));
