@@ -1,9 +1,8 @@
-import { createReadStream } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { eventId, requireTime, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
 import { parserFor, type InputFormat } from '../../../api-server/ingest/formats/index.ts';
-import { lineBatches } from '../../../api-server/ingest/lines.ts';
 
 const sample = (name: string) => fileURLToPath(new URL(`../../../examples/sensor-logs/${name}`, import.meta.url));
 
@@ -12,15 +11,15 @@ async function parseSample(name: string, format: InputFormat, sensor?: string) {
   const events: AttackEvent[] = [];
   const errors: string[] = [];
   let skipped = 0;
-  for await (const batch of lineBatches(createReadStream(sample(name)))) {
-    for (const { line, number } of batch) {
-      if (line.trim() === '') continue;
-      const r: LineResult = parse(line);
-      if ('event' in r) events.push(r.event);
-      else if ('error' in r) errors.push(`${number}: ${r.error}`);
-      else skipped++;
-    }
-  }
+  const lines = readFileSync(sample(name), 'utf8').split('\n');
+  lines.forEach((text, i) => {
+    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (line.trim() === '') return;
+    const r: LineResult = parse(line);
+    if ('event' in r) events.push(r.event);
+    else if ('error' in r) errors.push(`${i + 1}: ${r.error}`);
+    else skipped++;
+  });
   return { events, errors, skipped };
 }
 
