@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { threadId } from 'node:worker_threads';
 import { AsnDictionary, packageFile } from './csv-ranges.ts';
 import type { ScannerOrganisation } from './curated.ts';
 import { RegionLookup, type Region } from './ip2region.ts';
@@ -66,7 +67,7 @@ export function loadEnrichmentTables(dir = CACHE_DIR): EnrichmentTables {
   try {
     mkdirSync(dir, { recursive: true });
     // Written aside and renamed: a reader sees the whole file or none.
-    const partial = `${file}.${process.pid}.partial`;
+    const partial = `${file}.${process.pid}-${threadId}.partial`;
     writeFileSync(partial, encodeSnapshot(tables));
     renameSync(partial, file);
   } catch {
