@@ -12,6 +12,8 @@ import { render } from '../../../controller/formats.ts';
 
 let prefix: string;
 let nginx: ChildProcess;
+// Debian installs nginx in /usr/sbin, which a minimal PATH (CI's clean environment) may leave out.
+const NGINX = spawnSync('nginx', ['-v']).error === undefined ? 'nginx' : '/usr/sbin/nginx';
 let port: number;
 
 function get(from: string): Promise<number> {
@@ -59,9 +61,9 @@ http {
 `,
   );
   const args = ['-p', prefix, '-c', path.join(prefix, 'nginx.conf')];
-  const test = spawnSync('nginx', [...args, '-t'], { encoding: 'utf8' });
+  const test = spawnSync(NGINX, [...args, '-t'], { encoding: 'utf8' });
   expect(test.status, test.stderr).toBe(0);
-  nginx = spawn('nginx', [...args, '-g', 'daemon off;'], { stdio: 'ignore' });
+  nginx = spawn(NGINX, [...args, '-g', 'daemon off;'], { stdio: 'ignore' });
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
