@@ -64,6 +64,8 @@ export interface EmbeddedServer {
 const RELEASE_PROBE = 'blockfeed-embedded-release';
 
 const RUN_AS = 'postgres';
+// groupadd and useradd live in /usr/sbin, which a minimal PATH (a clean CI environment, cron) may leave out.
+const WITH_SBIN = { ...process.env, PATH: `${process.env.PATH ?? ''}:/usr/sbin:/sbin` };
 
 /** PostgreSQL refuses to run as root; as root we run it as a `postgres` user, made if missing. */
 function serverUser(): { uid: number; gid: number } | undefined {
@@ -73,11 +75,11 @@ function serverUser(): { uid: number; gid: number } | undefined {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
     try {
-      execFileSync('groupadd', ['--system', RUN_AS], { stdio: 'ignore' });
+      execFileSync('groupadd', ['--system', RUN_AS], { stdio: 'ignore', env: WITH_SBIN });
     } catch {
       /* the group may exist without the user */
     }
-    execFileSync('useradd', ['--system', '--gid', RUN_AS, '--no-create-home', '--shell', '/usr/sbin/nologin', RUN_AS], { stdio: 'ignore' });
+    execFileSync('useradd', ['--system', '--gid', RUN_AS, '--no-create-home', '--shell', '/usr/sbin/nologin', RUN_AS], { stdio: 'ignore', env: WITH_SBIN });
     return { uid: id('-u'), gid: id('-g') };
   }
 }
