@@ -22,7 +22,7 @@ const SOURCE_BYTES = [Buffer.from('honeypot'), Buffer.from('telescope')];
 const NO_BYTES = Buffer.alloc(0);
 
 /** Constant texts a byte-level parser points its fields at. */
-export const TEXT = { tcp: Buffer.from('tcp'), none: NO_BYTES } as const;
+export const TEXT = { tcp: Buffer.from('tcp') } as const;
 
 /**
  * An event as byte ranges of its line plus numbers, filled in place by a byte-level parser (one object reused

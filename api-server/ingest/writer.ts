@@ -316,8 +316,6 @@ export class IngestWindow {
   readonly ended: Promise<void>;
   /** Events newly stored so far. */
   inserted = 0;
-  /** Events of the batches stored so far (duplicates included). */
-  events = 0;
   private readonly writer: EventWriter;
   private readonly previous: Promise<unknown>;
   private client: pg.PoolClient | undefined;
@@ -359,7 +357,6 @@ export class IngestWindow {
       const inserted = await this.insertEvents(client, batch);
       await this.lookUpNewAddresses(client);
       this.inserted += inserted;
-      this.events += batch.count;
       return inserted;
     } catch (err) {
       this.failed ??= err as Error;
