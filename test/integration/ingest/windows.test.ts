@@ -58,9 +58,13 @@ describe('ingest windows', () => {
     let committedDuringPause: string | undefined;
     const stream = async function* () {
       yield `${LINES.slice(0, 100).join('\n')}\n`;
-      // The pipeline flushes after 100 ms of quiet; by 600 ms the window has committed.
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      committedDuringPause = (await db.pool.query<{ n: string }>('select count(*) as n from events')).rows[0]?.n;
+      // The stream goes quiet (the pipeline flushes after 100 ms of it) until the first lines are visible to
+      // another connection, or 10 s have passed.
+      const deadline = Date.now() + 10_000;
+      do {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        committedDuringPause = (await db.pool.query<{ n: string }>('select count(*) as n from events')).rows[0]?.n;
+      } while (committedDuringPause !== '100' && Date.now() < deadline);
       yield `${LINES.slice(100, 200).join('\n')}\n`;
     };
     const stats = await ingestLines({ windowLimits: { idleMilliseconds: 100 } }, stream());
