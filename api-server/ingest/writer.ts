@@ -79,6 +79,8 @@ with inserted as (
 )
 select count(*)::int as inserted from inserted`;
 
+/** country … scanner_org: the last columns of an address row (EnrichedColumns encodes them). */
+const ENRICHMENT_COLUMNS = 10;
 const ADDRESS_COLUMNS = `ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical,
   service_last, sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org`;
 
@@ -541,7 +543,9 @@ export class IngestWindow {
       const sensorCount = facts.orderSensors(slot, dbId);
       out.int32Array(facts.sensorLocal, slot * MAX_SENSORS, sensorCount);
       out.timestampArray(facts.sensorTime, slot * MAX_SENSORS, sensorCount);
-      out.raw(this.writer.enrichment(facts, slot));
+      // A known address keeps its enrichment (the update does not read these columns): no lookup for it.
+      if (facts.known[slot] === 1) for (let c = 0; c < ENRICHMENT_COLUMNS; c++) out.null();
+      else out.raw(this.writer.enrichment(facts, slot));
     };
     const slots = (known: 0 | 1) =>
       (function* () {
