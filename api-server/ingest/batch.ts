@@ -121,7 +121,7 @@ export class EventBatch {
     const out = this.out;
     out.row(11);
     out.timestamp(r.ts);
-    out.uuidHex(this.rawId(r));
+    out.uuidLatin1(this.rawId(r));
     out.inet4(r.src);
     out.int32(r.port < 0 ? null : r.port);
     if (r.service < 0) out.null();
@@ -178,7 +178,7 @@ export class EventBatch {
 
   /**
    * The first 16 bytes of SHA-256 over the canonical event (event.ts eventId, the same bytes for the same
-   * event), as the first half of a hex digest.
+   * event), as the digest's bytes in a latin1 string (see BinaryCopyWriter.uuidLatin1).
    */
   private rawId(r: RawEvent): string {
     const needed = 64 + (r.srcEnd - r.srcStart) + (r.sensorEnd - r.sensorStart) + (r.userEnd - r.userStart) +
@@ -217,7 +217,7 @@ export class EventBatch {
     }
     // One view per length, made once: a new view per event would be garbage per event.
     const view = (this.canonicalViews[at] ??= c.subarray(0, at));
-    return hash('sha256', view, 'hex');
+    return hash('sha256', view, 'latin1');
   }
 }
 
