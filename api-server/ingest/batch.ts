@@ -217,7 +217,7 @@ export class EventBatch {
     }
     // One view per length, made once: a new view per event would be garbage per event.
     const view = (this.canonicalViews[at] ??= c.subarray(0, at));
-    return hash('sha256', view, 'latin1');
+    return hash('sha256', view, 'binary'); // 'binary' is latin1: one char per byte
   }
 }
 
