@@ -1,8 +1,6 @@
 // The api-server's commands in the blockfeed CLI.
 import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
-import { openDatabase } from './db/database.ts';
-import { migrate } from './db/migrate.ts';
 import { registerKeysCommands } from './keys/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';
 import { registerReclassifyCommands } from './enrich/cli.ts';
@@ -23,14 +21,15 @@ export function registerApiServerCommands(program: Command): void {
     .action(async (opts: { port?: number; host?: string; demoIfEmpty?: boolean }) => {
       // Loaded here, not at the top: the HTTP stack is not needed by (and would weigh on) the other commands.
       const { serve } = await import('./serve.ts');
-      await serve(commandContext({ port: opts.port, host: opts.host }), { demoIfEmpty: opts.demoIfEmpty });
+      await serve(await commandContext({ port: opts.port, host: opts.host }), { demoIfEmpty: opts.demoIfEmpty });
     });
 
   program
     .command('migrate')
     .description('apply pending database migrations and exit')
     .action(async () => {
-      const { config, log } = commandContext();
+      const { config, log } = await commandContext();
+      const [{ openDatabase }, { migrate }] = await Promise.all([import('./db/database.ts'), import('./db/migrate.ts')]);
       const db = await openDatabase({ config, log, applicationName: 'blockfeed-migrate' });
       try {
         const { applied, current } = await migrate(db.pool, log);

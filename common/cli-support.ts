@@ -1,6 +1,6 @@
 // What every long-running command needs: configuration, a logger, and an orderly stop on SIGTERM/SIGINT.
 import { InvalidArgumentError } from 'commander';
-import { loadConfig, type Config } from './config.ts';
+import type { Config } from './config.ts';
 import { createLogger, type Logger } from './logging.ts';
 
 export interface CommandContext {
@@ -8,7 +8,13 @@ export interface CommandContext {
   log: Logger;
 }
 
-export function commandContext(overrides: Partial<Config> = {}): CommandContext {
+/**
+ * Loads the configuration and makes the logger. The configuration module is imported here, when a command
+ * runs, not with the CLI: its schema library is the heaviest thing the CLI loads (~0.15 s), so `--help`,
+ * `--version` and argument errors answer without it, and `ingest` hands its worker the job first.
+ */
+export async function commandContext(overrides: Partial<Config> = {}): Promise<CommandContext> {
+  const { loadConfig } = await import('./config.ts');
   const config = loadConfig({ overrides });
   const log = createLogger({ level: config.logLevel });
   return { config, log };

@@ -32,7 +32,7 @@ export function registerControllerCommands(program: Command): void {
     .action(async (flags: Flags) => {
       // Loaded here, not at the top: the Kubernetes client weighs ~100 MB that every other command would carry.
       const { runController } = await import('./run.ts');
-      const { log } = commandContext();
+      const { log } = await commandContext();
       const { signalled, dispose } = untilSignal(log);
       const running = await runController(
         {

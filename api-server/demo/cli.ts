@@ -1,9 +1,8 @@
 // `blockfeed demo [--events N] [--days D] [--seed S]`: realistic synthetic events for a first look.
 import type { Command } from 'commander';
-import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
-import { openDatabase } from '../db/database.ts';
-import { migrate } from '../db/migrate.ts';
-import { DEMO_DEFAULTS, loadDemo } from './demo.ts';
+import { parseIntegerOption } from '../../common/cli-support.ts';
+import { withStore } from '../cli-store.ts';
+import { DEMO_DEFAULTS } from './defaults.ts';
 
 export function registerDemoCommands(program: Command): void {
   program
@@ -13,14 +12,10 @@ export function registerDemoCommands(program: Command): void {
     .option('-d, --days <d>', 'days of history, up to the 30 kept', parseIntegerOption('--days', 1, 30), DEMO_DEFAULTS.days)
     .option('-s, --seed <s>', 'random seed', parseIntegerOption('--seed', 0, 2 ** 31 - 1), DEMO_DEFAULTS.seed)
     .action(async (opts: { events: number; days: number; seed: number }) => {
-      const { config, log } = commandContext();
-      const db = await openDatabase({ config, log, applicationName: 'blockfeed-demo', poolSize: 2 });
-      try {
-        await migrate(db.pool, log);
+      await withStore({ applicationName: 'blockfeed-demo', poolSize: 2 }, async (db, { log }) => {
+        const { loadDemo } = await import('./demo.ts');
         const { events, inserted } = await loadDemo(db.pool, log, opts);
         process.stdout.write(`loaded ${inserted} demo events (${events} generated over ${opts.days} days, seed ${opts.seed})\n`);
-      } finally {
-        await db.close();
-      }
+      });
     });
 }

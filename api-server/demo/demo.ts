@@ -4,9 +4,8 @@ import type { Logger } from '../../common/logging.ts';
 import { loadScannerOrganisations } from '../enrich/curated.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { EventWriter } from '../ingest/writer.ts';
+import { DEMO_DEFAULTS } from './defaults.ts';
 import { addressPools, demoEvents, type DemoOptions } from './generate.ts';
-
-export const DEMO_DEFAULTS = { events: 200_000, days: 14, seed: 1 } as const;
 
 export async function loadDemo(pool: pg.Pool, log: Logger, options: Partial<DemoOptions> = {}): Promise<{ events: number; inserted: number }> {
   const o: DemoOptions = { ...DEMO_DEFAULTS, now: Date.now(), ...options };

@@ -1,14 +1,16 @@
-// The body of `blockfeed ingest`, run in a worker thread (see cli.ts and worker.ts): it takes its job as the
-// first message, opens the store, ingests the named inputs and reports to the main thread by message —
-// progress, rejected lines, the final stats, or a failure.
+// The body of `blockfeed ingest`, run in a worker thread (see cli.ts and worker.ts). Its job comes as the first
+// message and the configuration as the second: the main thread sends the job as soon as it has read the
+// arguments, and the worker starts reading and parsing while the main thread loads the configuration; the
+// store is opened when that arrives, and the first batch waits for it. It reports to the main thread by
+// message — progress, rejected lines, the final stats, or a failure.
 // All the ingest's modules, the enrichment tables and the parse/encode garbage live in this worker's heap,
 // whose size the main thread bounds with `resourceLimits`.
 import { open } from 'node:fs/promises';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../../common/config.ts';
 import { UserError } from '../../common/errors.ts';
 import { createLogger } from '../../common/logging.ts';
-import { openDatabase } from '../db/database.ts';
+import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './formats/index.ts';
@@ -16,11 +18,6 @@ import { emptyStats, ingest, type IngestInput, type IngestStats } from './pipeli
 import { EventWriter } from './writer.ts';
 
 export interface IngestJob {
-  /**
-   * The configuration the main thread loaded: the worker does not load it again, so the schema library (a
-   * few hundred modules, ~40 MB of RSS per thread) stays out of its heap.
-   */
-  config: Config;
   /** File names; '-' for standard input (which the main thread pipes into the worker's stdin). */
   names: string[];
   format: InputFormat;
@@ -28,6 +25,14 @@ export interface IngestJob {
   batchSize: number;
   /** How many rejected lines the main thread prints (the worker sends no more than that). */
   printRejections: number;
+}
+
+/**
+ * The second message: the configuration the main thread loaded. The worker does not load it itself, so the
+ * schema library (a few hundred modules, ~40 MB of RSS per thread) stays out of its heap.
+ */
+export interface IngestConfigMessage {
+  config: Config;
 }
 
 export type IngestMessage =
@@ -65,16 +70,30 @@ async function* fileChunks(name: string): AsyncGenerator<Buffer> {
   }
 }
 
-async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<void> {
-  const { config } = job;
+/** Opens and migrates the store once the configuration has come. */
+async function openStore(configured: Promise<Config>): Promise<Database> {
+  const config = await configured;
   const log = createLogger({ level: config.logLevel });
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
   try {
     await migrate(db.pool, log);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
+}
+
+async function run(job: IngestJob, configured: Promise<Config>, post: (m: IngestMessage) => void): Promise<void> {
+  const store = openStore(configured);
+  // Awaited below in any case; this only keeps a failure from counting as unhandled while parsing goes on.
+  store.catch(() => undefined);
+  let stats: IngestStats;
+  try {
     const running = emptyStats();
-    const stats = await ingest(inputsOf(job), {
+    stats = await ingest(inputsOf(job), {
       stats: running,
-      writer: new EventWriter(db.pool, sharedEnricher()),
+      writer: new EventWriter(store.then((db) => db.pool), sharedEnricher()),
       batchSize: job.batchSize,
       onProgress: (s) => post({ kind: 'progress', stats: s }),
       // Only what the main thread prints crosses over; the rest is counted in the stats.
@@ -82,10 +101,17 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<vo
         if (running.rejected <= job.printRejections) post({ kind: 'reject', message });
       },
     });
-    post({ kind: 'done', stats });
   } finally {
-    await db.close();
+    await (await store.catch(() => undefined))?.close();
   }
+  // A store that cannot be opened fails the run even when there was nothing to store.
+  await store;
+  post({ kind: 'done', stats });
+}
+
+/** The next message from the main thread. */
+function nextMessage<T>(port: MessagePort): Promise<T> {
+  return new Promise<T>((resolve) => port.once('message', resolve));
 }
 
 if (parentPort) {
@@ -93,9 +119,11 @@ if (parentPort) {
   const post = (m: IngestMessage) => port.postMessage(m);
   // Started ahead of its job (worker.ts): the lookup tables load while the main thread is still starting.
   sharedEnricher();
-  const job = await new Promise<IngestJob>((resolve) => port.once('message', resolve));
+  const job = await nextMessage<IngestJob>(port);
+  // Listened for right away (each message is its own event, so the second cannot come before this listener).
+  const configured = nextMessage<IngestConfigMessage>(port).then((m) => m.config);
   try {
-    await run(job, post);
+    await run(job, configured, post);
   } catch (err) {
     if (err instanceof UserError) post({ kind: 'failed', message: err.message, exitCode: err.exitCode });
     else post({ kind: 'failed', message: (err as Error).stack ?? String(err) });

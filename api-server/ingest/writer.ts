@@ -216,7 +216,7 @@ export interface BatchResult {
 
 export class EventWriter {
   readonly sensors = new SensorNames();
-  private readonly pool: pg.Pool;
+  private readonly pool: pg.Pool | Promise<pg.Pool>;
   private readonly enriched: EnrichedColumns;
   private readonly spareFacts: AddressFacts[] = [];
   private readonly spareWriters: BinaryCopyWriter[] = [];
@@ -227,7 +227,11 @@ export class EventWriter {
   /** The last window opened: the next one starts its transaction once this one has ended. */
   private last: Promise<unknown> = Promise.resolve();
 
-  constructor(pool: pg.Pool, enricher: Enricher) {
+  /**
+   * `pool` may still be opening (the CLI's worker parses its first batch meanwhile): the first store waits
+   * for it, and fails with it.
+   */
+  constructor(pool: pg.Pool | Promise<pg.Pool>, enricher: Enricher) {
     this.pool = pool;
     this.enriched = new EnrichedColumns(enricher);
   }
@@ -260,8 +264,8 @@ export class EventWriter {
   }
 
   /** @internal the pieces a window borrows */
-  connect(): Promise<pg.PoolClient> {
-    return this.pool.connect();
+  async connect(): Promise<pg.PoolClient> {
+    return (await this.pool).connect();
   }
 
   /** @internal */

@@ -1,22 +1,13 @@
 // `blockfeed keys create|list|revoke`: the subscription keys of variant A (bearer) and B (X-API-Key / key=).
 import type { Command } from 'commander';
-import { commandContext } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
-import { openDatabase, type Database } from '../db/database.ts';
-import { migrate } from '../db/migrate.ts';
+import { withStore } from '../cli-store.ts';
+import type { Database } from '../db/database.ts';
 import { createKey, listKeys, revokeKey } from './store.ts';
 import { parseTierQuotas, type Quota } from './tiers.ts';
 
-async function withStore<T>(fn: (db: Database, tiers: Map<string, Quota>) => Promise<T>): Promise<T> {
-  const { config, log } = commandContext();
-  const tiers = parseTierQuotas(config.tierQuotas);
-  const db = await openDatabase({ config, log, applicationName: 'blockfeed-keys', poolSize: 2 });
-  try {
-    await migrate(db.pool, log);
-    return await fn(db, tiers);
-  } finally {
-    await db.close();
-  }
+function withKeyStore<T>(fn: (db: Database, tiers: Map<string, Quota>) => Promise<T>): Promise<T> {
+  return withStore({ applicationName: 'blockfeed-keys', poolSize: 2 }, (db, { config }) => fn(db, parseTierQuotas(config.tierQuotas)));
 }
 
 function describeQuota(q: Quota | undefined): string {
@@ -33,7 +24,7 @@ export function registerKeysCommands(program: Command): void {
     .requiredOption('--tier <tier>', 'membership tier (see BLOCKFEED_TIER_QUOTAS; default tiers: member, basic, pro, enterprise)')
     .requiredOption('--name <name>', 'who or what the key is for')
     .action(async (opts: { tier: string; name: string }) => {
-      await withStore(async (db, tiers) => {
+      await withKeyStore(async (db, tiers) => {
         if (!tiers.has(opts.tier)) throw new UserError(`--tier must be one of: ${[...tiers.keys()].join(', ')}; got "${opts.tier}"`);
         if (!opts.name.trim()) throw new UserError('--name must not be empty');
         const { key, record } = await createKey(db.pool, opts.tier, opts.name.trim());
@@ -49,7 +40,7 @@ export function registerKeysCommands(program: Command): void {
     .command('list')
     .description('list keys (never the secrets)')
     .action(async () => {
-      await withStore(async (db, tiers) => {
+      await withKeyStore(async (db, tiers) => {
         const rows = await listKeys(db.pool);
         const lines = [['ID', 'PREFIX', 'TIER', 'QUOTA', 'CREATED', 'REVOKED', 'NAME']];
         for (const k of rows) {
@@ -65,7 +56,7 @@ export function registerKeysCommands(program: Command): void {
     .description('revoke a key by id or prefix (bf_xxxxxxxx); running servers refuse it at once')
     .argument('<key>', 'key id, prefix or the key itself')
     .action(async (which: string) => {
-      await withStore(async (db) => {
+      await withKeyStore(async (db) => {
         const k = await revokeKey(db.pool, which);
         if (!k) throw new UserError(`no key with id or prefix "${which}" (see blockfeed keys list)`);
         process.stdout.write(`revoked key ${k.id} (bf_${k.prefix}) "${k.name}"\n`);

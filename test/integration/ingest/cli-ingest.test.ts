@@ -70,4 +70,18 @@ describe('blockfeed ingest', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('/nonexistent.log: cannot read (ENOENT)');
   });
+
+  // The worker has its job, and parses, before the main thread has loaded the configuration.
+  it('fails cleanly on a bad configuration, or a store it cannot open, after parsing has begun', async () => {
+    const before = await counts();
+    const badConfig = await runCli(['ingest', sample('cowrie.json'), '--format', 'cowrie'], { DATABASE_URL: db.url, LOG_LEVEL: 'loud' });
+    expect(badConfig.code).not.toBe(0);
+    expect(badConfig.stderr).toContain('LOG_LEVEL');
+    expect(badConfig.stdout).toBe('');
+    // Nothing to store, and still the store must be there: no silent success.
+    const unreachable = await runCli(['ingest', '-', '--format', 'native'], { DATABASE_URL: 'postgresql://nobody:x@127.0.0.1:1/none', LOG_LEVEL: 'warn' }, '');
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain('ECONNREFUSED');
+    expect(await counts()).toEqual(before);
+  });
 });

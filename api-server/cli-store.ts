@@ -1,0 +1,25 @@
+// What the api-server's one-shot commands share: configuration, then the store opened and migrated, then the
+// command's work, then the store closed. The database modules are loaded here, when a command runs, rather
+// than with the CLI: `--help`, `--version` and argument errors answer without them, and `ingest` (which opens
+// its store in its worker) never loads them on the main thread.
+import { commandContext, type CommandContext } from '../common/cli-support.ts';
+import type { Database } from './db/database.ts';
+
+export interface StoreOptions {
+  /** PostgreSQL application_name, to tell the command's sessions apart in pg_stat_activity. */
+  applicationName: string;
+  poolSize?: number;
+}
+
+export async function withStore<T>(options: StoreOptions, work: (db: Database, context: CommandContext) => Promise<T>): Promise<T> {
+  const context = await commandContext();
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('./db/database.ts'), import('./db/migrate.ts')]);
+  const { config, log } = context;
+  const db = await openDatabase({ config, log, applicationName: options.applicationName, poolSize: options.poolSize });
+  try {
+    await migrate(db.pool, log);
+    return await work(db, context);
+  } finally {
+    await db.close();
+  }
+}
