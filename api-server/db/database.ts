@@ -1,6 +1,7 @@
 // The store's connection: an external PostgreSQL (DATABASE_URL) or the embedded one in the data dir.
 import pg from 'pg';
 import type { Config } from '../../common/config.ts';
+import { UserError } from '../../common/errors.ts';
 import type { Logger } from '../../common/logging.ts';
 import { startEmbedded, type EmbeddedServer } from './embedded.ts';
 
@@ -52,6 +53,56 @@ export async function openDatabase({ config, log, applicationName = 'blockfeed',
         await embedded?.release();
       })()),
   };
+}
+
+/** Errors that mean the database cannot be reached or will not let us in: the operator's to fix, not a bug. */
+const UNUSABLE: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'host name not resolved',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  '28P01': 'password authentication failed',
+  '28000': 'not authorised',
+  '3D000': 'no such database',
+  '57P03': 'the server is starting up or shutting down',
+};
+
+/** host:port/database as user — a database URL without its password, for messages. */
+export function describeDatabaseUrl(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || '5432'}${u.pathname} as ${decodeURIComponent(u.username) || 'the default user'}`;
+}
+
+/**
+ * Connects once. For commands: a database that cannot be used fails them with one line naming it (without its
+ * password) and why, instead of a stack trace from their first query.
+ */
+export async function checkConnection(db: Database): Promise<void> {
+  try {
+    await db.pool.query('select 1');
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? '';
+    const reason = UNUSABLE[code];
+    if (reason === undefined) throw err;
+    throw new UserError(
+      `cannot use the database at ${describeDatabaseUrl(db.url)}: ${reason} (${code}); set DATABASE_URL, or leave it unset for the embedded database`,
+      1,
+      { cause: err },
+    );
+  }
+}
+
+/** openDatabase, connected once (checkConnection): for commands, which fail at once and clearly without it. */
+export async function openCheckedDatabase(options: OpenOptions): Promise<Database> {
+  const db = await openDatabase(options);
+  try {
+    await checkConnection(db);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
 }
 
 /** Creates `name` on the server behind `maintenanceUrl` unless it exists (safe under concurrent callers). */

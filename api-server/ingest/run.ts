@@ -10,7 +10,7 @@ import { parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../../common/config.ts';
 import { UserError } from '../../common/errors.ts';
 import { createLogger } from '../../common/logging.ts';
-import { openDatabase, type Database } from '../db/database.ts';
+import { openCheckedDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './formats/index.ts';
@@ -74,7 +74,7 @@ async function* fileChunks(name: string): AsyncGenerator<Buffer> {
 async function openStore(configured: Promise<Config>): Promise<Database> {
   const config = await configured;
   const log = createLogger({ level: config.logLevel });
-  const db = await openDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
+  const db = await openCheckedDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
   try {
     await migrate(db.pool, log);
   } catch (err) {
@@ -86,14 +86,17 @@ async function openStore(configured: Promise<Config>): Promise<Database> {
 
 async function run(job: IngestJob, configured: Promise<Config>, post: (m: IngestMessage) => void): Promise<void> {
   const store = openStore(configured);
-  // Awaited below in any case; this only keeps a failure from counting as unhandled while parsing goes on.
+  const pool = store.then((db) => db.pool);
+  // Both are awaited below, or by the first store; this only keeps a failure from counting as unhandled
+  // while parsing goes on (or when there is nothing to store).
   store.catch(() => undefined);
+  pool.catch(() => undefined);
   let stats: IngestStats;
   try {
     const running = emptyStats();
     stats = await ingest(inputsOf(job), {
       stats: running,
-      writer: new EventWriter(store.then((db) => db.pool), sharedEnricher()),
+      writer: new EventWriter(pool, sharedEnricher()),
       batchSize: job.batchSize,
       onProgress: (s) => post({ kind: 'progress', stats: s }),
       // Only what the main thread prints crosses over; the rest is counted in the stats.

@@ -81,7 +81,7 @@ describe('blockfeed ingest', () => {
     // Nothing to store, and still the store must be there: no silent success.
     const unreachable = await runCli(['ingest', '-', '--format', 'native'], { DATABASE_URL: 'postgresql://nobody:x@127.0.0.1:1/none', LOG_LEVEL: 'warn' }, '');
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toContain('ECONNREFUSED');
+    expect(unreachable.stderr).toBe('blockfeed: cannot use the database at 127.0.0.1:1/none as nobody: connection refused (ECONNREFUSED); set DATABASE_URL, or leave it unset for the embedded database\n');
     expect(await counts()).toEqual(before);
   });
 });
