@@ -9,9 +9,7 @@ import { open } from 'node:fs/promises';
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../../common/config.ts';
 import { UserError } from '../../common/errors.ts';
-import { createLogger } from '../../common/logging.ts';
-import { openCheckedDatabase, type Database } from '../db/database.ts';
-import { migrate } from '../db/migrate.ts';
+import type { Database } from '../db/database.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './formats/index.ts';
 import { emptyStats, ingest, type IngestInput, type IngestStats } from './pipeline.ts';
@@ -70,9 +68,17 @@ async function* fileChunks(name: string): AsyncGenerator<Buffer> {
   }
 }
 
-/** Opens and migrates the store once the configuration has come. */
+/**
+ * Opens and migrates the store once the configuration has come. Its modules (pg, the logger, the embedded
+ * server's) are loaded then too, not before parsing starts.
+ */
 async function openStore(configured: Promise<Config>): Promise<Database> {
   const config = await configured;
+  const [{ createLogger }, { openCheckedDatabase }, { migrate }] = await Promise.all([
+    import('../../common/logging.ts'),
+    import('../db/database.ts'),
+    import('../db/migrate.ts'),
+  ]);
   const log = createLogger({ level: config.logLevel });
   const db = await openCheckedDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
   try {
