@@ -47,6 +47,13 @@ function checkInputs(files: string[]): { names: string[]; totalBytes?: number } 
   return { names, totalBytes };
 }
 
+/** An unexpected failure of the worker, reported with the worker's own stack (`message` is that stack). */
+function workerError(stack: string): Error {
+  const err = new Error(stack.split('\n', 1)[0]?.replace(/^\w*Error: /, ''));
+  err.stack = stack;
+  return err;
+}
+
 /**
  * Runs the job in a bounded worker, calling `onMessage` for each report; resolves with the final stats. The job
  * goes to the worker first, and only then is the configuration loaded (`configure`, ~0.15 s, sent when ready):
@@ -76,7 +83,7 @@ function runInWorker(job: IngestJob, configure: () => Promise<Config>, onMessage
       if (readsStdin && worker.stdin) process.stdin.unpipe(worker.stdin);
       if (configFailure !== undefined) reject(configFailure);
       else if (outcome?.kind === 'done') resolve(outcome.stats);
-      else if (outcome?.kind === 'failed') reject(outcome.exitCode === undefined ? new Error(outcome.message) : new UserError(outcome.message, outcome.exitCode));
+      else if (outcome?.kind === 'failed') reject(outcome.exitCode === undefined ? workerError(outcome.message) : new UserError(outcome.message, outcome.exitCode));
       else reject(new Error(`the ingest worker stopped (exit code ${code}) before finishing`));
     });
   });
