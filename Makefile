@@ -60,8 +60,8 @@ bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 ad
 bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
 	node bench/serve.ts
 
-bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows (EVENTS=n)
-	node bench/ingest.ts --events $${EVENTS:-1000000}
+bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows, median of RUNS pairs (EVENTS=n RUNS=n)
+	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-3}
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
