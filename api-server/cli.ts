@@ -1,7 +1,6 @@
 // The api-server's commands in the blockfeed CLI.
 import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
-import { openStore } from './cli-store.ts';
 import { registerKeysCommands } from './keys/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';
 import { registerReclassifyCommands } from './enrich/cli.ts';
@@ -30,8 +29,8 @@ export function registerApiServerCommands(program: Command): void {
     .description('apply pending database migrations and exit')
     .action(async () => {
       const { config, log } = await commandContext();
-      const db = await openStore({ config, log, applicationName: 'blockfeed-migrate' });
-      const { migrate } = await import('./db/migrate.ts');
+      const [{ openCheckedDatabase }, { migrate }] = await Promise.all([import('./db/database.ts'), import('./db/migrate.ts')]);
+      const db = await openCheckedDatabase({ config, log, applicationName: 'blockfeed-migrate' });
       try {
         const { applied, current } = await migrate(db.pool, log);
         process.stdout.write(

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { UserError } from '../../common/errors.ts';
+import { openCheckedDatabase, type Database, type OpenOptions } from './database.ts';
 import { ATTACK_DATA_LOCK } from './locks.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -92,4 +93,16 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations?: Migration
     await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
     client.release();
   }
+}
+
+/** The store for a command: opened, connected once (a clear error if it cannot be used), and migrated. */
+export async function openMigratedDatabase(options: OpenOptions): Promise<Database> {
+  const db = await openCheckedDatabase(options);
+  try {
+    await migrate(db.pool, options.log);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return db;
 }

@@ -74,20 +74,8 @@ async function* fileChunks(name: string): AsyncGenerator<Buffer> {
  */
 async function openStore(configured: Promise<Config>): Promise<Database> {
   const config = await configured;
-  const [{ createLogger }, { openCheckedDatabase }, { migrate }] = await Promise.all([
-    import('../../common/logging.ts'),
-    import('../db/database.ts'),
-    import('../db/migrate.ts'),
-  ]);
-  const log = createLogger({ level: config.logLevel });
-  const db = await openCheckedDatabase({ config, log, applicationName: 'blockfeed-ingest', poolSize: 2 });
-  try {
-    await migrate(db.pool, log);
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
-  return db;
+  const [{ createLogger }, { openMigratedDatabase }] = await Promise.all([import('../../common/logging.ts'), import('../db/migrate.ts')]);
+  return openMigratedDatabase({ config, log: createLogger({ level: config.logLevel }), applicationName: 'blockfeed-ingest', poolSize: 2 });
 }
 
 async function run(job: IngestJob, configured: Promise<Config>, post: (m: IngestMessage) => void): Promise<void> {
