@@ -14,7 +14,6 @@ export const TRUE = 3;
 export const FALSE = 4;
 export const NULL = 5;
 
-
 /** What a byte is inside a JSON string here: plain, its closing quote, an escape, or refused (a control
  * character, or not ASCII). One table load per byte instead of four comparisons. */
 const PLAIN = 0;
