@@ -8,7 +8,7 @@
 // version and the machine's byte order. A missing, stale or damaged file is rebuilt from the sources; a
 // directory that cannot be written to only means no snapshot is kept.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { threadId } from 'node:worker_threads';
@@ -24,7 +24,6 @@ const FORMAT = 1;
 const MAGIC = Buffer.from('BFENRICH');
 const CACHE_DIR = fileURLToPath(new URL('../../node_modules/.cache/blockfeed/', import.meta.url));
 const DATA_DIR = fileURLToPath(new URL('../../data/', import.meta.url));
-const DATA_FILES = ['edu-asns.yaml', 'hosting-asns.yaml', 'mobile-asns.yaml', 'scanners.yaml'];
 
 type ArrayName =
   | 'countryStarts' | 'countryEnds' | 'countryValues' | 'asnStarts' | 'asnEnds' | 'asnValues'
@@ -46,7 +45,10 @@ export function snapshotName(): string {
     const { version } = JSON.parse(readFileSync(packageFile(pkg, 'package.json'), 'utf8')) as { version: string };
     h.update(`${pkg}@${version}\0`);
   }
-  for (const file of DATA_FILES) h.update(readFileSync(`${DATA_DIR}${file}`)).update('\0');
+  // Every data file, so that one added later cannot leave a stale snapshot in use.
+  for (const file of readdirSync(DATA_DIR).filter((f) => f.endsWith('.yaml')).sort()) {
+    h.update(`${file}\0`).update(readFileSync(`${DATA_DIR}${file}`)).update('\0');
+  }
   return `enrichment-${h.digest('hex').slice(0, 24)}.bin`;
 }
 
