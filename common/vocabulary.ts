@@ -4,6 +4,9 @@
 export const SERVICES = ['ssh', 'rdp', 'vnc', 'db', 'web', 'smb', 'telnet', 'mail', 'ics', 'ai', 'proxy'] as const;
 export type Service = (typeof SERVICES)[number];
 
+/** A service's position in SERVICES (its bit in ip_hourly.services, its slot in addresses.service_last). */
+export const SERVICE_INDEX: ReadonlyMap<string, number> = new Map(SERVICES.map((s, i) => [s, i]));
+
 /** Well-known ports of each service, used to name the service of a bare port (telescope rows). */
 export const SERVICE_PORTS: Readonly<Record<Service, readonly number[]>> = {
   ssh: [22, 2222],

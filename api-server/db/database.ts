@@ -78,7 +78,7 @@ export function describeDatabaseUrl(url: string): string {
  * Connects once. For commands: a database that cannot be used fails them with one line naming it (without its
  * password) and why, instead of a stack trace from their first query.
  */
-export async function checkConnection(db: Database): Promise<void> {
+async function checkConnection(db: Database): Promise<void> {
   try {
     await db.pool.query('select 1');
   } catch (err) {

@@ -14,7 +14,6 @@ import { ATTACK_DATA_LOCK } from './locks.ts';
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
 /** The key all blockfeed migrators agree on; writers of attack data take it too (locks.ts). */
-const LOCK_KEY = ATTACK_DATA_LOCK;
 
 export interface Migration {
   version: number;
@@ -53,7 +52,7 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations?: Migration
   const list = migrations ?? (await loadMigrations());
   const client = await pool.connect();
   try {
-    await client.query('select pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query('select pg_advisory_lock($1)', [ATTACK_DATA_LOCK]);
     await client.query(`create table if not exists schema_migrations (
       version integer primary key,
       name text not null,
@@ -90,7 +89,7 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations?: Migration
     }
     return { applied, current: list.length };
   } finally {
-    await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
+    await client.query('select pg_advisory_unlock($1)', [ATTACK_DATA_LOCK]).catch(() => undefined);
     client.release();
   }
 }

@@ -49,7 +49,7 @@ export function buildEnrichmentTables(): EnrichmentTables {
   };
 }
 
-export function loadNetRules(): NetRules {
+function loadNetRules(): NetRules {
   return { edu: loadAsnList('edu-asns.yaml'), hosting: loadAsnList('hosting-asns.yaml'), mobile: loadAsnList('mobile-asns.yaml') };
 }
 

@@ -4,10 +4,10 @@
 // objects, and the pipeline recycles a fixed few, so memory is bounded by the batch size.
 //
 // Events arrive two ways: as AttackEvent objects from the general parsers, and as a RawEvent — byte ranges
-// of the line itself — from the byte-level reader of the common Cowrie line (formats/cowrie-bytes.ts), which
+// of the line itself — from the byte-level reader of the common Cowrie line (formats/cowrie.ts), which
 // never makes strings of the fields. Both ways give the same row and the same content-derived id.
 import { hash } from 'node:crypto';
-import { SERVICES } from '../../common/vocabulary.ts';
+import { SERVICE_INDEX, SERVICES } from '../../common/vocabulary.ts';
 import { type AddressFacts, HONEYPOT, TELESCOPE } from './address-facts.ts';
 import { BinaryCopyWriter } from './copy-binary.ts';
 import type { AttackEvent } from './event.ts';
@@ -16,13 +16,12 @@ import type { SensorNames } from './sensors.ts';
 
 const DAY = 86_400_000;
 const SEP = 0x1f;
-const SERVICE_INDEX = new Map<string, number>(SERVICES.map((s, i) => [s, i]));
 const SERVICE_BYTES = SERVICES.map((s) => Buffer.from(s));
 const SOURCE_BYTES = [Buffer.from('honeypot'), Buffer.from('telescope')];
 const NO_BYTES = Buffer.alloc(0);
 
-/** Constant texts a byte-level parser points its fields at. */
-export const TEXT = { tcp: Buffer.from('tcp') } as const;
+// Every event a byte-level reader gives is a TCP one (Cowrie's SSH and telnet).
+const TCP = Buffer.from('tcp');
 
 /**
  * An event as byte ranges of its line plus numbers, filled in place by a byte-level parser (one object reused
@@ -41,7 +40,6 @@ export class RawEvent {
   port = -1;
   /** Index into SERVICES, -1 = none. */
   service = -1;
-  proto: Buffer | null = TEXT.tcp;
   source = HONEYPOT;
   /** Local sensor number (SensorNames) and its name's bytes. */
   sensor = 0;
@@ -126,8 +124,7 @@ export class EventBatch {
     out.int32(r.port < 0 ? null : r.port);
     if (r.service < 0) out.null();
     else out.bytes(SERVICE_BYTES[r.service] as Buffer, 0, (SERVICE_BYTES[r.service] as Buffer).length);
-    if (r.proto === null) out.null();
-    else out.bytes(r.proto, 0, r.proto.length);
+    out.bytes(TCP, 0, TCP.length);
     const source = SOURCE_BYTES[r.source] as Buffer;
     out.bytes(source, 0, source.length);
     out.bytes(r.sensorBytes, r.sensorStart, r.sensorEnd);
@@ -196,7 +193,7 @@ export class EventBatch {
     c[at++] = SEP;
     if (r.port >= 0) at = writeDecimal(c, at, r.port);
     c[at++] = SEP;
-    if (r.proto !== null) for (let i = 0; i < r.proto.length; i++) c[at++] = r.proto[i] as number;
+    for (let i = 0; i < TCP.length; i++) c[at++] = TCP[i] as number;
     c[at++] = SEP;
     const source = SOURCE_BYTES[r.source] as Buffer;
     for (let i = 0; i < source.length; i++) c[at++] = source[i] as number;
@@ -234,5 +231,5 @@ function writeDecimal(buf: Buffer, at: number, value: number): number {
   return at + digits;
 }
 
-/** Column order of EventBatch.rows(). */
+/** Column order of the rows of EventBatch.rowsByDay(). */
 export const EVENT_COLUMNS = 'ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command';

@@ -7,7 +7,7 @@ export const MAX_PORTS = 32;
 const HOUR = 3_600_000;
 
 /** Adds `port` to an ascending list of distinct ports that keeps the MAX_PORTS smallest. */
-export function addPort(ports: number[], port: number): void {
+function addPort(ports: number[], port: number): void {
   let i = ports.length;
   while (i > 0 && (ports[i - 1] as number) > port) i--;
   if (i > 0 && ports[i - 1] === port) return;

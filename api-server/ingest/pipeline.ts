@@ -6,6 +6,7 @@
 //
 // Windows (one transaction each, writer.ts) close when they hold many addresses, have been open a while, or
 // the input pauses, so a stream from a live sensor becomes visible within a second or so of going quiet.
+import { setImmediate } from 'node:timers/promises';
 import { BYTES_DECLINED, BYTES_EVENT, type LineParser } from './event.ts';
 import { RawEvent, type EventBatch } from './batch.ts';
 import type { EventWriter, IngestWindow } from './writer.ts';
@@ -67,7 +68,6 @@ const IDLE = Symbol('idle');
  * trips (savepoint, COPY, …), and each of them waits for the parse loop to let go of the thread.
  */
 const LINES_PER_TURN = 256;
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Ingests the inputs in order through `writer`; returns the accumulated stats. */
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
@@ -120,9 +120,14 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
     batch = window.batch();
   };
 
-  const flushAll = async () => {
+  /** Stores what has been read and closes the window (its commit goes on in the background). */
+  const closeWhatIsRead = async () => {
     if (batch.count) await storeBatch();
     if (openedAt !== 0) closeWindow();
+  };
+
+  const flushAll = async () => {
+    await closeWhatIsRead();
     await storing;
     await committing;
     if (failed) throw failed;
@@ -166,8 +171,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
       for await (const chunk of chunks) {
         if (chunk === IDLE) {
           // The input paused: what was read so far is stored and committed now.
-          if (batch.count) await storeBatch();
-          if (openedAt !== 0) closeWindow();
+          await closeWhatIsRead();
           continue;
         }
         const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -192,7 +196,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
           if (batch.count >= batchSize) await storeBatch();
           else if (--turn === 0) {
             turn = LINES_PER_TURN;
-            await nextTurn();
+            await setImmediate();
           }
         }
         if (pos < buf.length) {

@@ -15,10 +15,6 @@ export class SensorNames {
   private readonly recentLocal: number[] = [];
   private nextRecent = 0;
 
-  get size(): number {
-    return this.names.length;
-  }
-
   /** The local number of `name`, numbering it if new. */
   local(name: string): number {
     let n = this.byName.get(name);
@@ -52,10 +48,6 @@ export class SensorNames {
     this.recentLocal[r] = local;
     this.nextRecent = (r + 1) % RECENT_NAMES;
     return local;
-  }
-
-  name(local: number): string {
-    return this.names[local] as string;
   }
 
   /** sensors.id of a registered name. */

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
  * 270–285 MB RSS for the whole process). The young generation is the parse loop's nursery; with the
  * byte-level reader little of what it allocates survives, and 8–64 MB made no measurable difference.
  */
-export const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 256 };
+const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 256 };
 // The old generation starts at 64 MB instead of growing from a few: a million-line ingest then runs a handful
 // of full collections instead of ~18 (their concurrent marking cost ~0.3 s of CPU; 128 MB saves a little more
 // but brings the peak RSS within 10 MB of the 300 MB budget).
@@ -26,7 +26,7 @@ function startWorker(stdin: boolean): Worker {
 }
 
 /** Whether `blockfeed ingest <args>` reads standard input: no file named, or `-` among them. */
-export function readsStdin(args: readonly string[]): boolean {
+function readsStdin(args: readonly string[]): boolean {
   const withValue = new Set(['-f', '--format', '-s', '--sensor', '--batch-size']);
   let files = 0;
   for (let i = 0; i < args.length; i++) {

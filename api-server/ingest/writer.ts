@@ -18,6 +18,7 @@
 // Duplicates may be folded into the facts: every fact is a maximum, so a stored event changes nothing.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { SERVICES } from '../../common/vocabulary.ts';
@@ -149,7 +150,7 @@ async function copyEncoded(client: pg.PoolClient, sql: string, out: BinaryCopyWr
       if (++n % PIECE_ROWS === 0) {
         yield out.takeChunk();
         // A turn of the event loop, for the socket to take the piece.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await setImmediate();
       }
     }
     yield out.takeChunk();
@@ -244,7 +245,7 @@ export class EventWriter {
     return window;
   }
 
-  /** Stores `events` in a window of their own (the HTTP route, the demo, tests). */
+  /** Stores `events` in a window of their own (the demo, tests). */
   async write(events: readonly AttackEvent[]): Promise<BatchResult> {
     for (let attempt = 1; ; attempt++) {
       const window = this.window();
@@ -387,7 +388,7 @@ export class IngestWindow {
       await this.abort();
       throw err;
     }
-    const recent = Math.floor(Date.now() / DAY) - 25;
+    const recent = firstSafeDay();
     for (const day of this.newDays) if (day >= recent) this.writer.ensuredDays.add(day);
     this.finish();
     return this.inserted;
@@ -436,7 +437,7 @@ export class IngestWindow {
 
   /** Creates the missing daily partitions; days this writer ensured are skipped unless retention may have dropped them. */
   private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
-    const recent = Math.floor(Date.now() / DAY) - 25;
+    const recent = firstSafeDay();
     for (const d of days) this.touchedDays.add(d);
     const needed = [...days].filter((d) => (d < recent || !this.writer.ensuredDays.has(d)) && !this.newDays.has(d));
     if (!needed.length) return;
@@ -568,6 +569,12 @@ export class IngestWindow {
     }
   }
 }
+
+/**
+ * The first UTC day whose partitions retention cannot have dropped since this process saw them made (it
+ * keeps 30 days and a margin; 25 leaves room), so that the writer may remember them as existing.
+ */
+const firstSafeDay = () => Math.floor(Date.now() / DAY) - 25;
 
 /** The partition of `events` holding a UTC day (ensure_attack_partitions names them so). */
 const partitionOf = (day: number) => `events_${dayText(day).replaceAll('-', '')}`;

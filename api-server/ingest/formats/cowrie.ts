@@ -2,9 +2,9 @@
 // src_ip, dst_port and protocol (on cowrie.session.connect), session, sensor, username (logins), input
 // (commands), url / filename (file transfers). Only the connect line carries the destination port, so the
 // parser remembers each session's port and protocol for the lines that follow it.
-import { SERVICES, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
+import { SERVICE_INDEX, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
 import { dottedQuadBytes } from '../../enrich/address.ts';
-import { TEXT, type RawEvent } from '../batch.ts';
+import type { RawEvent } from '../batch.ts';
 import {
   BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, IsoUtcBytes, optionalPort,
   optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId, type Action, type ByteLineReader, type LineParser,
@@ -194,11 +194,20 @@ for (const [name, kind] of [
 ] as const) (KINDS_BY_LENGTH[name.length] ??= []).push([Buffer.from(name), kind]);
 const TELNET = Buffer.from('telnet');
 const PREFIX = { download: Buffer.from('download '), upload: Buffer.from('upload '), bareDownload: Buffer.from('download'), bareUpload: Buffer.from('upload') };
-const SSH = SERVICES.indexOf('ssh');
+const SSH = SERVICE_INDEX.get('ssh') as number;
 const CLOCK_LINES = 4096;
 /** The ASCII characters String.prototype.trim removes: tab, line feed, vertical tab, form feed, return, space. */
 const isTrimmed = (c: number) => (c >= 9 && c <= 13) || c === 32;
-const TELNET_SERVICE = SERVICES.indexOf('telnet');
+const TELNET_SERVICE = SERVICE_INDEX.get('telnet') as number;
+
+/** The sensor name the parser makes of a line without one when given `fallback`, or undefined if it refuses. */
+function keptSensor(fallback: string): string | undefined {
+  try {
+    return requireSensor(undefined, fallback, 'sensor');
+  } catch {
+    return undefined;
+  }
+}
 
 function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): ByteLineReader {
   const fields = new FlatFields(FIELDS);
@@ -208,19 +217,19 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
   let now = Date.now();
   let untilClock = CLOCK_LINES;
   const { escaped } = fields;
-  const line0 = Buffer.alloc(0);
   // Decoded escaped values (at most MAX_TEXT characters, so the raw text is at most six times that).
   const userScratch = Buffer.alloc(MAX_TEXT * 6);
   const commandScratch = Buffer.alloc(MAX_TEXT * 6);
   const { kind, start, end } = fields;
-  const fallbackOk = fallbackSensor.length <= MAX_SENSOR_NAME && fallbackSensor.trim() === fallbackSensor && fallbackSensor !== '' && /^[\x20-\x7e]*$/.test(fallbackSensor);
+  // The fallback's bytes are written as they are: only when the parser would keep the name unchanged.
+  const fallbackOk = /^[\x20-\x7e]*$/.test(fallbackSensor) && keptSensor(fallbackSensor) === fallbackSensor;
   const fallbackBytes = Buffer.from(fallbackSensor);
 
   /**
    * A string field as optionalText would give it, pointed at by (bytes, from, to): its bytes in the line, or
    * its characters decoded into `scratch` when it holds escapes. Returns 1 = present, 0 = null, -1 = decline.
    */
-  let bytes: Buffer = line0;
+  let bytes: Buffer = userScratch; // set by text() before it is read
   let from = 0;
   let to = 0;
   const text = (line: Buffer, f: number, scratch: Buffer): number => {
@@ -356,8 +365,7 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     out.srcStart = start[F.src_ip] as number;
     out.srcEnd = end[F.src_ip] as number;
     out.port = eventPort;
-    out.service = known !== undefined ? SERVICES.indexOf(known) : viaTelnet ? TELNET_SERVICE : SSH;
-    out.proto = TEXT.tcp;
+    out.service = known !== undefined ? (SERVICE_INDEX.get(known) as number) : viaTelnet ? TELNET_SERVICE : SSH;
     out.source = 0;
     out.sensor = sensor;
     out.sensorBytes = sensorBytes;
