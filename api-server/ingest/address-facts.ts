@@ -8,6 +8,7 @@
 // promoted and traced by every major collection. Pure apart from the arrays it owns.
 import { SERVICES } from '../../common/vocabulary.ts';
 import { numberToIpv4, type Address } from '../enrich/address.ts';
+import { resized } from './typed-arrays.ts';
 
 export const MAX_SENSORS = 8;
 const SERVICE_COUNT = SERVICES.length;
@@ -230,24 +231,19 @@ export class AddressFacts {
   }
 
   private grow(capacity: number): void {
-    const copy = <T extends Float64Array | Int32Array | Uint32Array | Uint8Array>(old: T, make: (n: number) => T, per: number): T => {
-      const next = make(capacity * per);
-      next.set(old);
-      return next;
-    };
-    this.keys = copy(this.keys, (n) => new Uint32Array(n), 4);
-    this.firstSeen = copy(this.firstSeen, (n) => new Float64Array(n), 1);
-    this.lastSeen = copy(this.lastSeen, (n) => new Float64Array(n), 1);
-    this.lastHoneypot = copy(this.lastHoneypot, (n) => new Float64Array(n), 1);
-    this.lastTelescope = copy(this.lastTelescope, (n) => new Float64Array(n), 1);
-    this.lastInteraction = copy(this.lastInteraction, (n) => new Float64Array(n), 1);
-    this.lastHigh = copy(this.lastHigh, (n) => new Float64Array(n), 1);
-    this.lastCritical = copy(this.lastCritical, (n) => new Float64Array(n), 1);
-    this.serviceLast = copy(this.serviceLast, (n) => new Float64Array(n), SERVICE_COUNT);
-    this.sensorLocal = copy(this.sensorLocal, (n) => new Int32Array(n), MAX_SENSORS);
-    this.sensorTime = copy(this.sensorTime, (n) => new Float64Array(n), MAX_SENSORS);
-    this.sensorCount = copy(this.sensorCount, (n) => new Uint8Array(n), 1);
-    this.known = copy(this.known, (n) => new Uint8Array(n), 1);
+    this.keys = resized(this.keys, capacity * 4);
+    this.firstSeen = resized(this.firstSeen, capacity);
+    this.lastSeen = resized(this.lastSeen, capacity);
+    this.lastHoneypot = resized(this.lastHoneypot, capacity);
+    this.lastTelescope = resized(this.lastTelescope, capacity);
+    this.lastInteraction = resized(this.lastInteraction, capacity);
+    this.lastHigh = resized(this.lastHigh, capacity);
+    this.lastCritical = resized(this.lastCritical, capacity);
+    this.serviceLast = resized(this.serviceLast, capacity * SERVICE_COUNT);
+    this.sensorLocal = resized(this.sensorLocal, capacity * MAX_SENSORS);
+    this.sensorTime = resized(this.sensorTime, capacity * MAX_SENSORS);
+    this.sensorCount = resized(this.sensorCount, capacity);
+    this.known = resized(this.known, capacity);
     this.capacity = capacity;
     // A table at most half full keeps probe sequences short.
     this.table = new Int32Array(capacity * 2);

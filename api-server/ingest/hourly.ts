@@ -2,6 +2,7 @@
 // and sensors of the batch's events. They are appended to ip_hourly as they are (docs/data-model.md): rows of
 // the same address and hour from other batches are summed by every reader and merged later by compaction.
 // Addresses are the slots of the window's AddressFacts; rows live in typed arrays, chained per slot. Pure.
+import { resized } from './typed-arrays.ts';
 
 export const MAX_PORTS = 32;
 const HOUR = 3_600_000;
@@ -101,30 +102,21 @@ export class HourlyRows {
 
   private growRows(): void {
     const n = this.slot.length * 2;
-    const grow = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
-      const next = make(n);
-      next.set(old);
-      return next;
-    };
-    this.slot = grow(this.slot, (k) => new Int32Array(k));
-    this.hour = grow(this.hour, (k) => new Float64Array(k));
-    this.attacks = grow(this.attacks, (k) => new Int32Array(k));
-    this.services = grow(this.services, (k) => new Int32Array(k));
-    this.sources = grow(this.sources, (k) => new Uint8Array(k));
-    this.maxAction = grow(this.maxAction, (k) => new Uint8Array(k));
-    this.firstSeen = grow(this.firstSeen, (k) => new Float64Array(k));
-    this.lastSeen = grow(this.lastSeen, (k) => new Float64Array(k));
-    this.next = grow(this.next, (k) => new Int32Array(k));
+    this.slot = resized(this.slot, n);
+    this.hour = resized(this.hour, n);
+    this.attacks = resized(this.attacks, n);
+    this.services = resized(this.services, n);
+    this.sources = resized(this.sources, n);
+    this.maxAction = resized(this.maxAction, n);
+    this.firstSeen = resized(this.firstSeen, n);
+    this.lastSeen = resized(this.lastSeen, n);
+    this.next = resized(this.next, n);
   }
 
   private growSlots(slot: number): void {
     let n = this.head.length;
     while (n <= slot) n *= 2;
-    const head = new Int32Array(n);
-    head.set(this.head);
-    const stamp = new Int32Array(n);
-    stamp.set(this.stamp);
-    this.head = head;
-    this.stamp = stamp;
+    this.head = resized(this.head, n);
+    this.stamp = resized(this.stamp, n);
   }
 }
