@@ -3,8 +3,12 @@
 // the plainest lines qualify — ASCII only, no nesting, keys without escapes; anything else (and anything
 // that is not valid JSON) is refused, and the caller hands the line to the general path, so what a line
 // means never depends on which reader read it. String values may hold escapes (a shell command's quotes):
-// such fields are marked `escaped`, and decodeAscii gives their characters. Pure.
-import { BACKSLASH, CLOSE, COLON, COMMA, MINUS, OPEN, QUOTE, ZERO, isDigit, numberEnd } from './json-grammar.ts';
+// such fields are marked `escaped`, and decodeAscii gives their characters.
+//
+// The scan itself is WebAssembly (flat-json-scan.wat): string contents, most of a line, are scanned sixteen
+// bytes at a time. Each line is copied into the scanner's memory first (~30 ms per million lines).
+import { readFileSync } from 'node:fs';
+import { BACKSLASH, ZERO } from './json-grammar.ts';
 
 /** What a field's value is (`kind`); ABSENT when the line does not have the field. */
 export const ABSENT = 0;
@@ -14,13 +18,20 @@ export const TRUE = 3;
 export const FALSE = 4;
 export const NULL = 5;
 
-/** What a byte is inside a JSON string here: plain, its closing quote, an escape, or refused (a control
- * character, or not ASCII). One table load per byte instead of four comparisons. */
-const PLAIN = 0;
-const CLOSING = 1;
-const ESCAPE = 2;
-const REFUSED = 3;
-const IN_STRING = new Uint8Array(256).map((_, c) => (c === QUOTE ? CLOSING : c === BACKSLASH ? ESCAPE : c < 32 || c > 126 ? REFUSED : PLAIN));
+interface ScanExports {
+  memory: WebAssembly.Memory;
+  want: (fields: number) => void;
+  read: (at: number, end: number, bias: number) => number;
+  [layout: string]: unknown;
+}
+
+let compiled: WebAssembly.Module | undefined;
+
+/** The scanner, compiled once per thread (a few milliseconds); every FlatFields has an instance of its own. */
+function scanner(): ScanExports {
+  compiled ??= new WebAssembly.Module(readFileSync(new URL('./flat-json-scan.wasm', import.meta.url)));
+  return new WebAssembly.Instance(compiled).exports as unknown as ScanExports;
+}
 
 /** Where each wanted field's value was found in the last line read (indexes are the wanted keys' order). */
 export class FlatFields {
@@ -30,133 +41,51 @@ export class FlatFields {
   /** For strings the characters between the quotes; for numbers and literals the token. */
   readonly start: Int32Array;
   readonly end: Int32Array;
-  private readonly byLength: (Buffer[] | undefined)[] = [];
-  private readonly idsByLength: (number[] | undefined)[] = [];
+  private readonly scan: ScanExports['read'];
+  /** Where a line is copied to be read: a longer line than it holds is refused (for the general path). */
+  private readonly lineCopy: Buffer;
+  private readonly lineAt: number;
 
   constructor(wanted: readonly string[]) {
-    this.kind = new Uint8Array(wanted.length);
-    this.escaped = new Uint8Array(wanted.length);
-    this.start = new Int32Array(wanted.length);
-    this.end = new Int32Array(wanted.length);
-    wanted.forEach((name, id) => {
-      (this.byLength[name.length] ??= []).push(Buffer.from(name));
-      (this.idsByLength[name.length] ??= []).push(id);
+    const exports = scanner();
+    const at = (name: string) => (exports[name] as WebAssembly.Global).value as number;
+    const memory = exports.memory.buffer;
+    if (wanted.length > at('MAX_FIELDS')) throw new Error(`FlatFields: at most ${at('MAX_FIELDS')} fields`);
+    // The wanted names, grouped by length: BY_LENGTH gives each length's first entry and count.
+    const bytes = new Uint8Array(memory);
+    const view = new DataView(memory);
+    const order = wanted.map((name, id) => ({ name: Buffer.from(name), id })).sort((a, b) => a.name.length - b.name.length);
+    let names = at('NAMES');
+    order.forEach(({ name, id }, entry) => {
+      if (name.length > at('MAX_NAME') || name.some((c) => c < 32 || c > 126)) throw new Error(`FlatFields: ${JSON.stringify(wanted[id])} is not a plain key`);
+      if (names + name.length > at('NAMES_END')) throw new Error('FlatFields: the wanted names are too long');
+      bytes.set(name, names);
+      view.setUint32(at('ENTRIES') + entry * 8, names, true);
+      view.setUint32(at('ENTRIES') + entry * 8 + 4, id, true);
+      names += name.length;
+      const byLength = at('BY_LENGTH') + name.length * 2;
+      if (bytes[byLength + 1] === 0) bytes[byLength] = entry;
+      (bytes[byLength + 1] as number)++;
     });
+    exports.want(wanted.length);
+    this.scan = exports.read;
+    this.kind = new Uint8Array(memory, at('KIND'), wanted.length);
+    this.escaped = new Uint8Array(memory, at('ESCAPED'), wanted.length);
+    this.start = new Int32Array(memory, at('START'), wanted.length);
+    this.end = new Int32Array(memory, at('END'), wanted.length);
+    this.lineAt = at('LINE');
+    this.lineCopy = Buffer.from(memory, at('LINE'), at('LINE_END') - at('LINE'));
   }
 
   /**
    * Reads line[start, end) (no line terminator); true when it is a flat object of plain ASCII values, and the
-   * wanted fields' places are recorded. False: the caller must read the line another way.
+   * wanted fields' places are recorded (as indexes into `line`). False: the caller must read the line another way.
    */
   read(line: Buffer, start: number, end: number): boolean {
-    // One loop over the bytes with everything inline: this runs for every line of a bulk ingest.
-    this.kind.fill(ABSENT);
-    let i = start;
-    let c = 0;
-    while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-    if (i >= end || c !== OPEN) return false;
-    i++;
-    while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-    if (i < end && c === CLOSE) return skipSpace(line, i + 1, end) === end;
-    for (;;) {
-      if (i >= end || line[i] !== QUOTE) return false;
-      const keyStart = ++i;
-      let k = 0;
-      while (i < end && (k = IN_STRING[line[i] as number] as number) === PLAIN) i++;
-      if (k !== CLOSING || i >= end) return false;
-      const field = this.fieldOf(line, keyStart, i);
-      i++;
-      while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-      if (i >= end || c !== COLON) return false;
-      i++;
-      while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-      if (i >= end) return false;
-      let kind: number;
-      let from = i;
-      let to: number;
-      let escaped = 0;
-      if (c === QUOTE) {
-        from = ++i;
-        for (;;) {
-          let k = 0;
-          while (i < end && (k = IN_STRING[line[i] as number] as number) === PLAIN) i++;
-          if (i >= end || k === REFUSED) return false;
-          if (k === CLOSING) break;
-          const length = escapeLength(line, i, end);
-          if (length < 0) return false;
-          i += length;
-          escaped = 1;
-        }
-        to = i++;
-        kind = STRING;
-      } else if (c === MINUS || isDigit(c)) {
-        to = numberEnd((k) => (k < end ? (line[k] as number) : -1), i);
-        if (to < 0) return false;
-        kind = NUMBER;
-        i = to;
-      } else if (c === 116 /* t */ && literalAt(line, i, end, 'true')) {
-        kind = TRUE;
-        to = i += 4;
-      } else if (c === 102 /* f */ && literalAt(line, i, end, 'false')) {
-        kind = FALSE;
-        to = i += 5;
-      } else if (c === 110 /* n */ && literalAt(line, i, end, 'null')) {
-        kind = NULL;
-        to = i += 4;
-      } else return false;
-      // A repeated key: the last one counts, as with JSON.parse.
-      if (field >= 0) {
-        this.kind[field] = kind;
-        this.escaped[field] = escaped;
-        this.start[field] = from;
-        this.end[field] = to;
-      }
-      while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-      if (i >= end) return false;
-      if (c === CLOSE) return skipSpace(line, i + 1, end) === end;
-      if (c !== COMMA) return false;
-      i++;
-      while (i < end && ((c = line[i] as number) === 32 || c === 9 || c === 13)) i++;
-    }
+    if (end - start > this.lineCopy.length) return false;
+    line.copy(this.lineCopy, 0, start, end);
+    return this.scan(this.lineAt, this.lineAt + end - start, start - this.lineAt) === 1;
   }
-
-  /** The wanted field spelled by line[from, to), or -1. */
-  private fieldOf(line: Buffer, from: number, to: number): number {
-    const names = this.byLength[to - from];
-    if (names === undefined) return -1;
-    for (let n = 0; n < names.length; n++) {
-      const name = names[n] as Buffer;
-      let same = true;
-      for (let k = 0; k < name.length; k++) {
-        if (line[from + k] !== name[k]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return (this.idsByLength[to - from] as number[])[n] as number;
-    }
-    return -1;
-  }
-}
-
-function skipSpace(line: Buffer, at: number, end: number): number {
-  while (at < end) {
-    const c = line[at] as number;
-    if (c !== 32 && c !== 9 && c !== 13) break;
-    at++;
-  }
-  return at;
-}
-
-/** Length of the JSON escape at `at` (a backslash): 2, or 6 for \uXXXX; -1 when it is not one. */
-function escapeLength(line: Buffer, at: number, end: number): number {
-  if (at + 1 >= end) return -1;
-  const c = line[at + 1] as number;
-  // " \ / b f n r t
-  if (c === 34 || c === 92 || c === 47 || c === 98 || c === 102 || c === 110 || c === 114 || c === 116) return 2;
-  if (c !== 117 /* u */ || at + 6 > end) return -1;
-  for (let k = at + 2; k < at + 6; k++) if (hexValue(line[k] as number) < 0) return -1;
-  return 6;
 }
 
 function hexValue(c: number): number {
@@ -192,12 +121,6 @@ export function decodeAscii(line: Buffer, start: number, end: number, out: Buffe
     }
   }
   return n;
-}
-
-function literalAt(line: Buffer, at: number, end: number, word: string): boolean {
-  if (at + word.length > end) return false;
-  for (let k = 0; k < word.length; k++) if (line[at + k] !== word.charCodeAt(k)) return false;
-  return true;
 }
 
 /** Whether line[start, end) spells `text` (ASCII). */
