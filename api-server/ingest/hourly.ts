@@ -7,16 +7,20 @@ import { resized } from './typed-arrays.ts';
 export const MAX_PORTS = 32;
 const HOUR = 3_600_000;
 
-/** Adds `port` to an ascending list of distinct ports that keeps the MAX_PORTS smallest. */
-function addPort(ports: number[], port: number): void {
-  let i = ports.length;
-  while (i > 0 && (ports[i - 1] as number) > port) i--;
-  if (i > 0 && ports[i - 1] === port) return;
-  if (i >= MAX_PORTS) return;
-  // Shifted by hand: splice allocates.
-  let j = ports.length < MAX_PORTS ? ports.length : MAX_PORTS - 1;
-  for (; j > i; j--) ports[j] = ports[j - 1] as number;
+/**
+ * Adds `port` to the ascending list of distinct ports ports[from, from + count), which keeps the MAX_PORTS
+ * smallest; returns the list's new length.
+ */
+function addPort(ports: Int32Array, from: number, count: number, port: number): number {
+  let i = from + count;
+  while (i > from && (ports[i - 1] as number) > port) i--;
+  if (i > from && ports[i - 1] === port) return count;
+  if (i >= from + MAX_PORTS) return count;
+  const kept = count < MAX_PORTS ? count + 1 : MAX_PORTS;
+  // Shifted by hand: lists are short, and most ports go at the end.
+  for (let j = from + kept - 1; j > i; j--) ports[j] = ports[j - 1] as number;
   ports[i] = port;
+  return kept;
 }
 
 export class HourlyRows {
@@ -31,10 +35,16 @@ export class HourlyRows {
   maxAction = new Uint8Array(1024);
   firstSeen = new Float64Array(1024);
   lastSeen = new Float64Array(1024);
-  /** Distinct destination ports, ascending, at most MAX_PORTS. */
-  ports: number[][] = [];
-  /** Distinct local sensor numbers (SensorNames). */
+  /** Per row, distinct destination ports ascending: ports[row * MAX_PORTS, + portCount[row]). */
+  ports = new Int32Array(1024 * MAX_PORTS);
+  portCount = new Uint8Array(1024);
+  /**
+   * Per row, distinct local sensor numbers (SensorNames): sensors[row][0, sensorCount[row]). The lists are
+   * kept from batch to batch and never shortened: a list that lived for a batch and was then dropped would
+   * be old-generation garbage, which V8 collects at a cost the ingest pays in every batch.
+   */
   sensors: number[][] = [];
+  sensorCount = new Int32Array(1024);
   private next = new Int32Array(1024);
   // The batch's first row of each address slot, valid where `stamp` equals this batch's generation (so that
   // clearing costs nothing per slot).
@@ -65,9 +75,15 @@ export class HourlyRows {
     if (service >= 0) this.services[row] = (this.services[row] as number) | (1 << service);
     this.sources[row] = (this.sources[row] as number) | (source === 0 ? 1 : 2);
     if (action > (this.maxAction[row] as number)) this.maxAction[row] = action;
-    if (port >= 0) addPort(this.ports[row] as number[], port);
+    if (port >= 0) this.portCount[row] = addPort(this.ports, row * MAX_PORTS, this.portCount[row] as number, port);
     const sensors = this.sensors[row] as number[];
-    if (!sensors.includes(sensor)) sensors.push(sensor);
+    const count = this.sensorCount[row] as number;
+    let known = false;
+    for (let i = 0; i < count && !known; i++) known = sensors[i] === sensor;
+    if (!known) {
+      sensors[count] = sensor;
+      this.sensorCount[row] = count + 1;
+    }
     if (ts < (this.firstSeen[row] as number)) this.firstSeen[row] = ts;
     if (ts > (this.lastSeen[row] as number)) this.lastSeen[row] = ts;
   }
@@ -83,14 +99,9 @@ export class HourlyRows {
     this.maxAction[row] = 0;
     this.firstSeen[row] = ts;
     this.lastSeen[row] = ts;
-    // Lists are reused with the row numbers (emptied, not reallocated).
-    if (row < this.ports.length) {
-      (this.ports[row] as number[]).length = 0;
-      (this.sensors[row] as number[]).length = 0;
-    } else {
-      this.ports.push([]);
-      this.sensors.push([]);
-    }
+    this.portCount[row] = 0;
+    this.sensorCount[row] = 0;
+    if (row >= this.sensors.length) this.sensors.push([]);
     if (this.stamp[slot] === this.generation) this.next[row] = this.head[slot] as number;
     else {
       this.next[row] = -1;
@@ -111,6 +122,9 @@ export class HourlyRows {
     this.firstSeen = resized(this.firstSeen, n);
     this.lastSeen = resized(this.lastSeen, n);
     this.next = resized(this.next, n);
+    this.ports = resized(this.ports, n * MAX_PORTS);
+    this.portCount = resized(this.portCount, n);
+    this.sensorCount = resized(this.sensorCount, n);
   }
 
   private growSlots(slot: number): void {

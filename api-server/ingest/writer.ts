@@ -488,8 +488,8 @@ export class IngestWindow {
         out.int32(hourly.services[r] as number);
         out.int16(hourly.sources[r] as number);
         out.int16(hourly.maxAction[r] as number);
-        out.int32Array(hourly.ports[r] as number[]);
-        out.idArray(hourly.sensors[r] as number[], dbId);
+        out.int32Array(hourly.ports, r * MAX_PORTS, hourly.portCount[r]);
+        out.idArray(hourly.sensors[r] as number[], dbId, hourly.sensorCount[r]);
         out.timestamp(hourly.firstSeen[r] as number);
         out.timestamp(hourly.lastSeen[r] as number);
       }

@@ -9,6 +9,7 @@ import { AddressFacts } from '../../../api-server/ingest/address-facts.ts';
 import { EventBatch, RawEvent } from '../../../api-server/ingest/batch.ts';
 import { BYTES_EVENT, BYTES_SKIP, parseJsonObject, type LineParser } from '../../../api-server/ingest/event.ts';
 import { cowrieParser } from '../../../api-server/ingest/formats/cowrie.ts';
+import { MAX_PORTS } from '../../../api-server/ingest/hourly.ts';
 import { SensorNames } from '../../../api-server/ingest/sensors.ts';
 import { cowrieLines } from '../../../bench/cowrie-gen.ts';
 
@@ -53,7 +54,8 @@ function stored(way: Way) {
   const { batch, facts } = way;
   const h = batch.hourly;
   const hourly = Array.from({ length: h.count }, (_, r) => [
-    h.slot[r], h.hour[r], h.attacks[r], h.services[r], h.sources[r], h.maxAction[r], h.ports[r], h.sensors[r], h.firstSeen[r], h.lastSeen[r],
+    h.slot[r], h.hour[r], h.attacks[r], h.services[r], h.sources[r], h.maxAction[r],
+    [...h.ports.subarray(r * MAX_PORTS, r * MAX_PORTS + (h.portCount[r] as number))], h.sensors[r]?.slice(0, h.sensorCount[r]), h.firstSeen[r], h.lastSeen[r],
   ]);
   const addresses = Array.from({ length: facts.size }, (_, s) => {
     const n = facts.orderSensors(s, (local) => local);
