@@ -2,7 +2,7 @@
 // src_ip, dst_port and protocol (on cowrie.session.connect), session, sensor, username (logins), input
 // (commands), url / filename (file transfers). Only the connect line carries the destination port, so the
 // parser remembers each session's port and protocol for the lines that follow it.
-import { SERVICE_INDEX, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
+import { SERVICE_INDEX, serviceIndexOfPort, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
 import { dottedQuadBytes } from '../../enrich/address.ts';
 import type { RawEvent } from '../batch.ts';
 import {
@@ -358,14 +358,14 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     }
     const eventPort = kind[F.dst_port] !== ABSENT ? linePort : session === NO_SESSION ? -1 : (sessionPort(session) ?? -1);
     const viaTelnet = session !== NO_SESSION ? sessionTelnet(session) : telnet;
-    const known = eventPort >= 0 ? serviceOfPort(eventPort) : undefined;
+    const known = eventPort >= 0 ? serviceIndexOfPort(eventPort) : -1;
     out.line = line;
     out.ts = ts;
     out.src = src;
     out.srcStart = start[F.src_ip] as number;
     out.srcEnd = end[F.src_ip] as number;
     out.port = eventPort;
-    out.service = known !== undefined ? (SERVICE_INDEX.get(known) as number) : viaTelnet ? TELNET_SERVICE : SSH;
+    out.service = known >= 0 ? known : viaTelnet ? TELNET_SERVICE : SSH;
     out.source = 0;
     out.sensor = sensor;
     out.sensorBytes = sensorBytes;
