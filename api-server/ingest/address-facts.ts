@@ -11,6 +11,8 @@ import { numberToIpv4, type Address } from '../enrich/address.ts';
 import { resized } from './typed-arrays.ts';
 
 export const MAX_SENSORS = 8;
+// Slots below this sort with their IPv4 address as one exact double (2^32 * 2^21 = 2^53).
+const SLOT_SPAN = 2 ** 21;
 const SERVICE_COUNT = SERVICES.length;
 
 /** Source codes of the per-event folds. */
@@ -113,6 +115,37 @@ export class AddressFacts {
     if (v6) return v6;
     const num = this.v4(slot);
     return { kind: 4, text: numberToIpv4(num), num };
+  }
+
+  /**
+   * The slots in the order PostgreSQL sorts their addresses (IPv4 before IPv6, each by its bytes). Rows
+   * written in this order go into the `addresses` key at its right edge, or next to the last one, instead of
+   * each at a random place in it (which costs a descent of the index and a cold page per row).
+   */
+  slotsInAddressOrder(): Int32Array {
+    const order = new Int32Array(this.size);
+    const v6: number[] = [];
+    let n4 = 0;
+    for (let slot = 0; slot < this.size; slot++) {
+      if (this.v6.has(slot)) v6.push(slot);
+      else order[n4++] = slot;
+    }
+    const v4 = order.subarray(0, n4);
+    if (this.size <= SLOT_SPAN) {
+      // Each as one number, address * SLOT_SPAN + slot: a numeric sort needs no comparator calls.
+      const packed = Float64Array.from(v4, (slot) => this.v4(slot) * SLOT_SPAN + slot).sort();
+      for (let i = 0; i < n4; i++) v4[i] = (packed[i] as number) % SLOT_SPAN;
+    } else v4.sort((a, b) => this.v4(a) - this.v4(b));
+    const keys = this.keys;
+    v6.sort((a, b) => {
+      for (let w = 0; w < 4; w++) {
+        const d = (keys[a * 4 + w] as number) - (keys[b * 4 + w] as number);
+        if (d !== 0) return d;
+      }
+      return 0;
+    });
+    order.set(v6, n4);
+    return order;
   }
 
   /** Folds one event of the address in `slot` into its facts. `service` is an index into SERVICES or -1. */

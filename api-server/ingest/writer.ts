@@ -552,9 +552,11 @@ export class IngestWindow {
       if (facts.known[slot] === 1) for (let c = 0; c < ENRICHMENT_COLUMNS; c++) out.null();
       else out.raw(this.writer.enrichment(facts, slot));
     };
+    // In key order: see slotsInAddressOrder.
+    const order = facts.slotsInAddressOrder();
     const slots = (known: 0 | 1) =>
       (function* () {
-        for (let slot = 0; slot < facts.size; slot++) if (facts.known[slot] === known) yield slot;
+        for (let i = 0; i < order.length; i++) if (facts.known[order[i] as number] === known) yield order[i] as number;
       })();
     let anyKnown = false;
     for (let slot = 0; slot < facts.size && !anyKnown; slot++) anyKnown = facts.known[slot] === 1;
