@@ -23,30 +23,35 @@ interface Way {
   byBytes: number;
 }
 
-function run(lines: readonly string[], parser: LineParser, useBytes: boolean): Way {
+/** A way of reading lines, one at a time, into batches and facts of its own. */
+function reader(parser: LineParser, useBytes: boolean): { way: Way; read: (line: string) => void } {
   const facts = new AddressFacts(16);
   const sensors = new SensorNames();
-  const batch = new EventBatch(facts, sensors, 64);
+  const way: Way = { outcomes: [], batch: new EventBatch(facts, sensors, 64), facts, byBytes: 0 };
   const raw = new RawEvent();
-  const outcomes: string[] = [];
-  let byBytes = 0;
-  for (const line of lines) {
+  const read = (line: string) => {
     const buf = Buffer.from(line);
     const r = useBytes && parser.bytes ? parser.bytes(buf, 0, buf.length, raw, sensors) : 0;
     if (r === BYTES_EVENT) {
-      byBytes++;
-      batch.addRaw(raw);
-      outcomes.push('event');
+      way.byBytes++;
+      way.batch.addRaw(raw);
+      way.outcomes.push('event');
     } else if (r === BYTES_SKIP) {
-      byBytes++;
-      outcomes.push('skip');
+      way.byBytes++;
+      way.outcomes.push('skip');
     } else {
       const result = parser(line);
-      if ('event' in result) batch.add(result.event);
-      outcomes.push('event' in result ? 'event' : 'skip' in result ? 'skip' : `error: ${result.error}`);
+      if ('event' in result) way.batch.add(result.event);
+      way.outcomes.push('event' in result ? 'event' : 'skip' in result ? 'skip' : `error: ${result.error}`);
     }
-  }
-  return { outcomes, batch, facts, byBytes };
+  };
+  return { way, read };
+}
+
+function run(lines: readonly string[], parser: LineParser, useBytes: boolean): Way {
+  const { way, read } = reader(parser, useBytes);
+  for (const line of lines) read(line);
+  return way;
 }
 
 /** Everything a batch hands to the database, in comparable form. */
@@ -125,6 +130,18 @@ describe('the Cowrie byte reader', () => {
   it('reads the generator’s lines itself, exactly as the parser does', () => {
     const lines = [...cowrieLines(5000, 11, Date.UTC(2026, 0, 10))];
     expect(expectSameBothWays(lines)).toBeGreaterThan(lines.length * 0.95);
+  });
+
+  it('gives each of two parsers taking turns on one thread what it gives alone (they share one scanner)', () => {
+    const a = [...cowrieLines(300, 5, Date.UTC(2026, 0, 10))];
+    const b = [...cowrieLines(300, 6, Date.UTC(2026, 0, 11))];
+    const alone = [run(a, cowrieParser({}), true), run(b, cowrieParser({}), true)];
+    const [ra, rb] = [reader(cowrieParser({}), true), reader(cowrieParser({}), true)];
+    a.forEach((line, i) => {
+      ra.read(line);
+      rb.read(b[i] as string);
+    });
+    expect([ra.way, rb.way].map((w) => [w.outcomes, w.byBytes, stored(w)])).toEqual(alone.map((w) => [w.outcomes, w.byBytes, stored(w)]));
   });
 
   it('gives what the parser gives on the sample log', () => {
