@@ -11,7 +11,7 @@ const HOUR = 3_600_000;
  * Adds `port` to the ascending list of distinct ports ports[from, from + count), which keeps the MAX_PORTS
  * smallest; returns the list's new length.
  */
-function addPort(ports: Int32Array, from: number, count: number, port: number): number {
+function addPort(ports: Uint16Array, from: number, count: number, port: number): number {
   let i = from + count;
   while (i > from && (ports[i - 1] as number) > port) i--;
   if (i > from && ports[i - 1] === port) return count;
@@ -35,8 +35,8 @@ export class HourlyRows {
   maxAction = new Uint8Array(1024);
   firstSeen = new Float64Array(1024);
   lastSeen = new Float64Array(1024);
-  /** Per row, distinct destination ports ascending: ports[row * MAX_PORTS, + portCount[row]). */
-  ports = new Int32Array(1024 * MAX_PORTS);
+  /** Per row, distinct destination ports ascending: ports[row * MAX_PORTS, + portCount[row]) (64 bytes a row). */
+  ports = new Uint16Array(1024 * MAX_PORTS);
   portCount = new Uint8Array(1024);
   /**
    * Per row, distinct local sensor numbers (SensorNames): sensors[row][0, sensorCount[row]). The lists are
