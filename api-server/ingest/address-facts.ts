@@ -121,8 +121,9 @@ export class AddressFacts {
    * The slots in the order PostgreSQL sorts their addresses (IPv4 before IPv6, each by its bytes). Rows
    * written in this order go into the `addresses` key at its right edge, or next to the last one, instead of
    * each at a random place in it (which costs a descent of the index and a cold page per row).
+   * `packedUpTo`: the most slots sorted as packed numbers (lower only to test the other way).
    */
-  slotsInAddressOrder(): Int32Array {
+  slotsInAddressOrder(packedUpTo = SLOT_SPAN): Int32Array {
     const order = new Int32Array(this.size);
     const v6: number[] = [];
     let n4 = 0;
@@ -131,7 +132,7 @@ export class AddressFacts {
       else order[n4++] = slot;
     }
     const v4 = order.subarray(0, n4);
-    if (this.size <= SLOT_SPAN) {
+    if (this.size <= packedUpTo) {
       // Each as one number, address * SLOT_SPAN + slot: a numeric sort needs no comparator calls.
       const packed = Float64Array.from(v4, (slot) => this.v4(slot) * SLOT_SPAN + slot).sort();
       for (let i = 0; i < n4; i++) v4[i] = (packed[i] as number) % SLOT_SPAN;

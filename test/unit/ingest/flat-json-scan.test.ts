@@ -18,6 +18,8 @@ function recorded(fields: FlatFields, bytes: Buffer): unknown[] {
       case ABSENT:
         return undefined;
       case STRING: {
+        // `escaped` marks exactly the strings that hold a backslash.
+        expect(fields.escaped[f]).toBe(text.includes('\\') ? 1 : 0);
         if (!fields.escaped[f]) return text;
         const n = decodeAscii(bytes, fields.start[f] as number, fields.end[f] as number, scratch);
         // decodeAscii leaves NUL and escaped characters beyond ASCII to the general path: valid all the same.
@@ -29,6 +31,8 @@ function recorded(fields: FlatFields, bytes: Buffer): unknown[] {
         return scratch.toString('latin1', 0, n);
       }
       case NUMBER:
+        // The token itself, nothing around it (Number() would forgive spaces).
+        expect(text).toMatch(/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/);
         return Number(text);
       case TRUE:
         return text === 'true' ? true : text;
@@ -120,10 +124,20 @@ describe('the JSON scanner (flat-json-scan.wat)', () => {
     expect(read(fields, '{"a":"say \\"hi\\"\\n\\u0041"}')?.[0]).toBe('say "hi"\nA');
   });
 
-  it('leaves lines longer than its memory to the general path', () => {
+  it('leaves lines longer than its memory (131,056 bytes) to the general path', () => {
     const fields = new FlatFields(WANTED);
-    expect(read(fields, `{"a":"${'x'.repeat(100_000)}"}`)?.[0]).toHaveLength(100_000);
-    expect(read(fields, `{"a":"${'x'.repeat(200_000)}"}`)).toBeUndefined();
+    const line = (length: number) => `{"a":"${'x'.repeat(length - 8)}"}`;
+    expect(read(fields, line(131_056))?.[0]).toHaveLength(131_048);
+    expect(read(fields, line(131_057))).toBeUndefined();
+  });
+
+  it('never reads what an earlier, longer line left behind', () => {
+    const fields = new FlatFields(WANTED);
+    const debris = `{"a":"${'"\\}'.repeat(1000)}"}`;
+    for (const truncated of ['{"a":"xx', '{"a":"x\\', '{"a":"\\u00', '{"a":1', '{"a":tru', '{"a":', '{"a"', '{']) {
+      read(fields, debris);
+      expect(read(fields, truncated), truncated).toBeUndefined();
+    }
   });
 
   it('refuses wanted names it cannot match', () => {
