@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 
 /**
  * The ingest worker's heap: room for the modules and three batches in flight (bench/ingest.ts peaks at
- * 248–259 MB RSS for the whole process). The young generation is the parse loop's nursery; with the
+ * 248–265 MB RSS for the whole process). The young generation is the parse loop's nursery; with the
  * byte-level reader little of what it allocates survives, and 8–64 MB made no measurable difference.
  */
 const INGEST_HEAP_LIMITS = { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 256 };
