@@ -25,32 +25,40 @@ function addPort(ports: Uint16Array, from: number, count: number, port: number):
 
 export class HourlyRows {
   count = 0;
-  slot = new Int32Array(1024);
-  hour = new Float64Array(1024);
-  attacks = new Int32Array(1024);
+  slot = new Int32Array(0);
+  hour = new Float64Array(0);
+  attacks = new Int32Array(0);
   /** Bit i = SERVICES[i]. */
-  services = new Int32Array(1024);
+  services = new Int32Array(0);
   /** Bit 0 honeypot, bit 1 telescope. */
-  sources = new Uint8Array(1024);
-  maxAction = new Uint8Array(1024);
-  firstSeen = new Float64Array(1024);
-  lastSeen = new Float64Array(1024);
+  sources = new Uint8Array(0);
+  maxAction = new Uint8Array(0);
+  firstSeen = new Float64Array(0);
+  lastSeen = new Float64Array(0);
   /** Per row, distinct destination ports ascending: ports[row * MAX_PORTS, + portCount[row]) (64 bytes a row). */
-  ports = new Uint16Array(1024 * MAX_PORTS);
-  portCount = new Uint8Array(1024);
+  ports = new Uint16Array(0);
+  portCount = new Uint8Array(0);
   /**
    * Per row, distinct local sensor numbers (SensorNames): sensors[row][0, sensorCount[row]). The lists are
    * kept from batch to batch and never shortened: a list that lived for a batch and was then dropped would
    * be old-generation garbage, which V8 collects at a cost the ingest pays in every batch.
    */
   sensors: number[][] = [];
-  sensorCount = new Int32Array(1024);
-  private next = new Int32Array(1024);
+  sensorCount = new Int32Array(0);
+  private next = new Int32Array(0);
   // The batch's first row of each address slot, valid where `stamp` equals this batch's generation (so that
   // clearing costs nothing per slot).
-  private head = new Int32Array(4096);
-  private stamp = new Int32Array(4096);
+  private head = new Int32Array(0);
+  private stamp = new Int32Array(0);
   private generation = 1;
+
+  constructor() {
+    // Grown and cleared here rather than made ready in their declarations: V8 takes a field stored once as a
+    // constant, and code optimized on that is thrown away when the first batch grows or clears it.
+    this.growRows(1024);
+    this.growSlots(4095);
+    this.clear();
+  }
 
   clear(): void {
     this.count = 0;
@@ -111,8 +119,7 @@ export class HourlyRows {
     return row;
   }
 
-  private growRows(): void {
-    const n = this.slot.length * 2;
+  private growRows(n = this.slot.length * 2): void {
     this.slot = resized(this.slot, n);
     this.hour = resized(this.hour, n);
     this.attacks = resized(this.attacks, n);
@@ -128,7 +135,7 @@ export class HourlyRows {
   }
 
   private growSlots(slot: number): void {
-    let n = this.head.length;
+    let n = Math.max(this.head.length, 1);
     while (n <= slot) n *= 2;
     this.head = resized(this.head, n);
     this.stamp = resized(this.stamp, n);
