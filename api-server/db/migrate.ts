@@ -13,8 +13,6 @@ import { ATTACK_DATA_LOCK } from './locks.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
-/** The key all blockfeed migrators agree on; writers of attack data take it too (locks.ts). */
-
 export interface Migration {
   version: number;
   name: string;
@@ -52,6 +50,7 @@ export async function migrate(pool: pg.Pool, log: Logger, migrations?: Migration
   const list = migrations ?? (await loadMigrations());
   const client = await pool.connect();
   try {
+    // The key all blockfeed migrators agree on; writers of attack data take it too (locks.ts).
     await client.query('select pg_advisory_lock($1)', [ATTACK_DATA_LOCK]);
     await client.query(`create table if not exists schema_migrations (
       version integer primary key,

@@ -197,11 +197,10 @@ export class BinaryCopyWriter {
   }
 
   /**
-   * values[0, count) mapped by `id` and sorted ascending, as int4[] (no intermediate arrays for the common one
+   * values[0, n) mapped by `id` and sorted ascending, as int4[] (no intermediate arrays for the common one
    * or two).
    */
-  idArray<T>(values: readonly T[], id: (value: T) => number, count = values.length): void {
-    const n = count;
+  idArray<T>(values: readonly T[], id: (value: T) => number, n = values.length): void {
     if (n > 2) return this.int32Array(values.slice(0, n).map(id).sort((x, y) => x - y));
     if (n === 0) return this.emptyArray(INT4_OID);
     this.arrayHeader(20 + n * 8, false, INT4_OID, n);
