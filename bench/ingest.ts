@@ -33,7 +33,7 @@ const BATCH = batchArg >= 0 ? ['--batch-size', String(args[batchArg + 1])] : [];
 const runsArg = args.indexOf('--runs');
 const RUNS = runsArg >= 0 ? Number(args[runsArg + 1]) : 3;
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a positive integer, got ${String(args[runsArg + 1])}`);
-const CLI = fileURLToPath(new URL('../bin/cli.ts', import.meta.url));
+const BLOCKFEED = fileURLToPath(new URL('../bin/blockfeed', import.meta.url));
 const log = createLogger({ level: 'warn' });
 
 async function writeLines(file: string, lines: Iterable<string>): Promise<void> {
@@ -158,10 +158,10 @@ try {
     await pool.query('drop table bench_bare');
     await pool.query('checkpoint');
 
-    // The pipeline: the real CLI, as a user runs it.
+    // The pipeline: the real CLI, as a user runs it (the launcher execs Node, so the pid is Node's).
     const serverCpuBefore = server ? serverCpuSeconds(clusterDir) : NaN;
     const t1 = performance.now();
-    const child = spawn(process.execPath, [CLI, 'ingest', logFile, '--format', 'cowrie', ...BATCH], {
+    const child = spawn(BLOCKFEED, ['ingest', logFile, '--format', 'cowrie', ...BATCH], {
       env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
