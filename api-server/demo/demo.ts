@@ -11,7 +11,7 @@ export async function loadDemo(pool: pg.Pool, log: Logger, options: Partial<Demo
   const o: DemoOptions = { ...DEMO_DEFAULTS, now: Date.now(), ...options };
   const enricher = sharedEnricher();
   const pools = addressPools(enricher.regions.rangesV4(), loadScannerOrganisations());
-  const writer = new EventWriter(pool, enricher);
+  const writer = new EventWriter(pool, () => enricher);
   let events = 0;
   let inserted = 0;
   for (const batch of demoEvents(pools, o)) {

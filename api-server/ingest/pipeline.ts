@@ -85,6 +85,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   let batch: EventBatch = window.batch();
   /** The batch being stored (one at a time: they share the window's connection). */
   let storing: Promise<void> = Promise.resolve();
+  let storeInFlight = false;
   /** The previous window's commit. */
   let committing: Promise<void> = Promise.resolve();
 
@@ -104,18 +105,23 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   };
 
   const storeBatch = async () => {
+    if (storeInFlight) writer.idle();
     await storing;
     if (failed) throw failed;
     const full = batch;
     const into = window;
     if (openedAt === 0) openedAt = Date.now();
+    storeInFlight = true;
     storing = into.store(full).then(
       (inserted) => {
         stats.inserted += inserted;
         onProgress?.(stats);
       },
       fail,
-    ).finally(() => into.release(full));
+    ).finally(() => {
+      storeInFlight = false;
+      into.release(full);
+    });
     if (into.facts.size >= limits.addresses || Date.now() - openedAt >= limits.milliseconds) closeWindow();
     batch = window.batch();
   };

@@ -55,7 +55,7 @@ export async function ingestRoute(app: FastifyInstance, { pool, token, bodyLimit
     if (typeof req.body !== 'string' || req.body.trim() === '') {
       return problem(reply, 400, 'Bad Request', 'the body must hold at least one log line', [{ name: 'body', reason: 'empty' }]);
     }
-    writer ??= new EventWriter(pool, sharedEnricher());
+    writer ??= new EventWriter(pool, sharedEnricher);
     const errors: { line: number; reason: string }[] = [];
     const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format as InputFormat, { sensor }) }], {
       writer,

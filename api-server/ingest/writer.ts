@@ -172,19 +172,26 @@ const ENRICHED_REMEMBERED = 50_000;
 class EnrichedColumns {
   private young = new Map<number | string, string>();
   private old = new Map<number | string, string>();
-  private readonly enricher: Enricher;
+  private readonly load: () => Enricher;
+  private enricher: Enricher | undefined;
   private readonly scratch = new BinaryCopyWriter(1024);
 
-  constructor(enricher: Enricher) {
-    this.enricher = enricher;
+  constructor(load: () => Enricher) {
+    this.load = load;
+  }
+
+  /** The lookup tables (loaded on first use: only a window's commit needs them). */
+  tables(): Enricher {
+    return (this.enricher ??= this.load());
   }
 
   of(facts: AddressFacts, slot: number): string {
+    const enricher = this.tables();
     // IPv4 addresses by what names their enrichment (many share one), IPv6 ones by their text.
-    const key = (facts.isV4(slot) ? this.enricher.keyV4(facts.v4(slot)) : undefined) ?? facts.address(slot).text;
+    const key = (facts.isV4(slot) ? enricher.keyV4(facts.v4(slot)) : undefined) ?? facts.address(slot).text;
     let columns = this.young.get(key);
     if (columns !== undefined) return columns;
-    columns = this.old.get(key) ?? this.encode(this.enricher.enrich(facts.address(slot)));
+    columns = this.old.get(key) ?? this.encode(enricher.enrich(facts.address(slot)));
     if (this.young.size >= ENRICHED_REMEMBERED) {
       this.old = this.young;
       this.young = new Map();
@@ -230,11 +237,20 @@ export class EventWriter {
 
   /**
    * `pool` may still be opening (the CLI's worker parses its first batch meanwhile): the first store waits
-   * for it, and fails with it.
+   * for it, and fails with it. `enricher` is called when the enrichment tables are first needed (`idle`, or
+   * a window's commit), and not before: loading them takes tens of milliseconds.
    */
-  constructor(pool: pg.Pool | Promise<pg.Pool>, enricher: Enricher) {
+  constructor(pool: pg.Pool | Promise<pg.Pool>, enricher: () => Enricher) {
     this.pool = pool;
     this.enriched = new EnrichedColumns(enricher);
+  }
+
+  /**
+   * For a caller about to wait for the database: the writer's deferred set-up (the enrichment tables) is
+   * done now, in time that would otherwise be idle, rather than at the start or in a commit.
+   */
+  idle(): void {
+    this.enriched.tables();
   }
 
   /** A new window; its transaction begins with its first batch, after the writer's previous window ended. */

@@ -44,7 +44,7 @@ afterAll(async () => {
 
 describe('stored events', () => {
   it('keep every column as parsed', async () => {
-    const writer = new EventWriter(db.pool, sharedEnricher());
+    const writer = new EventWriter(db.pool, sharedEnricher);
     expect((await writer.write(EVENTS)).inserted).toBe(EVENTS.length);
     // Stored again, together with a new one: the duplicates go the INSERT … ON CONFLICT way, same bytes.
     const extra = event({ ts: BASE + 5 });

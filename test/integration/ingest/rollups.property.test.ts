@@ -101,7 +101,7 @@ describe('rollups', () => {
   let writer: EventWriter;
   beforeAll(async () => {
     db = await freshDatabase();
-    writer = new EventWriter(db.pool, sharedEnricher());
+    writer = new EventWriter(db.pool, sharedEnricher);
   });
   afterAll(async () => db.drop());
 

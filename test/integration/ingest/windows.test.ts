@@ -40,7 +40,7 @@ async function stored() {
 
 async function ingestLines(options: Omit<IngestOptions, 'writer'>, stream: AsyncIterable<string> | Iterable<string> = [`${LINES.join('\n')}\n`]) {
   await db.pool.query('truncate events, ip_hourly, addresses, ip_hourly_dirty');
-  const writer = new EventWriter(db.pool, sharedEnricher());
+  const writer = new EventWriter(db.pool, sharedEnricher);
   return ingest([{ name: 'test', stream, parser: parserFor('cowrie') }], { writer, ...options });
 }
 
