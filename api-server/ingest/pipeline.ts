@@ -85,6 +85,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   let batch: EventBatch = window.batch();
   /** The batch being stored (one at a time: they share the window's connection). */
   let storing: Promise<void> = Promise.resolve();
+  /** Whether `storing` is still pending: a parser that asks to store next will wait for it. */
   let storeInFlight = false;
   /** The previous window's commit. */
   let committing: Promise<void> = Promise.resolve();
