@@ -61,7 +61,7 @@ bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs
 	node bench/serve.ts
 
 bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows, median of RUNS pairs (EVENTS=n RUNS=n)
-	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-3}
+	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-7}
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache

@@ -5,7 +5,8 @@
 //   node bench/ingest.ts [--events N] [--batch-size B] [--runs R]      (make bench-ingest)
 //
 // Each run is a pair — the baseline COPY, then the ingest into emptied tables — and the figure is the median
-// ratio of the pairs: on a shared machine one pair's ratio can be ±10% off.
+// ratio of the pairs: on a shared machine one pair's ratio can be ±10% off, and the median of three still
+// moves by ±0.04 with the host, so seven pairs are the default.
 //
 // Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL in a temporary directory.
 import { spawn } from 'node:child_process';
@@ -31,7 +32,7 @@ const EVENTS = eventsArg >= 0 ? Number(args[eventsArg + 1]) : 1_000_000;
 const batchArg = args.indexOf('--batch-size');
 const BATCH = batchArg >= 0 ? ['--batch-size', String(args[batchArg + 1])] : [];
 const runsArg = args.indexOf('--runs');
-const RUNS = runsArg >= 0 ? Number(args[runsArg + 1]) : 3;
+const RUNS = runsArg >= 0 ? Number(args[runsArg + 1]) : 7;
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a positive integer, got ${String(args[runsArg + 1])}`);
 const BLOCKFEED = fileURLToPath(new URL('../bin/blockfeed', import.meta.url));
 const log = createLogger({ level: 'warn' });
