@@ -341,6 +341,8 @@ export class IngestWindow {
   inserted = 0;
   private readonly writer: EventWriter;
   private readonly previous: Promise<unknown>;
+  /** A local sensor number's sensors.id (for the rows of ip_hourly and addresses). */
+  private readonly dbId = (local: number) => this.writer.sensors.dbId(local);
   private client: pg.PoolClient | undefined;
   private failed: Error | undefined;
   private done = false;
@@ -491,8 +493,6 @@ export class IngestWindow {
     if (hourly.count === 0) return;
     const out = this.writer.encoder();
     const facts = this.facts;
-    const sensors = this.writer.sensors;
-    const dbId = (local: number) => sensors.dbId(local);
     try {
       for (let r = 0; r < hourly.count; r++) {
         const slot = hourly.slot[r] as number;
@@ -505,7 +505,7 @@ export class IngestWindow {
         out.int16(hourly.sources[r] as number);
         out.int16(hourly.maxAction[r] as number);
         out.int32Array(hourly.ports, r * MAX_PORTS, hourly.portCount[r]);
-        out.idArray(hourly.sensors[r] as number[], dbId, hourly.sensorCount[r]);
+        out.idArray(hourly.sensors[r] as number[], this.dbId, hourly.sensorCount[r]);
         out.timestamp(hourly.firstSeen[r] as number);
         out.timestamp(hourly.lastSeen[r] as number);
       }
@@ -544,8 +544,6 @@ export class IngestWindow {
     const facts = this.facts;
     if (facts.size === 0) return;
     await this.lookUpNewAddresses(client);
-    const sensors = this.writer.sensors;
-    const dbId = (local: number) => sensors.dbId(local);
     const out = this.writer.encoder();
     // Once the window's last batch is stored, its sensors are ordered in place for the rows (local numbers
     // become sensors.id).
@@ -561,7 +559,7 @@ export class IngestWindow {
       out.timestamp(orNull(facts.lastHigh[slot] as number));
       out.timestamp(orNull(facts.lastCritical[slot] as number));
       out.timestampArray(facts.serviceLast, slot * SERVICES.length, SERVICES.length, true);
-      const sensorCount = facts.orderSensors(slot, dbId);
+      const sensorCount = facts.orderSensors(slot, this.dbId);
       out.int32Array(facts.sensorLocal, slot * MAX_SENSORS, sensorCount);
       out.timestampArray(facts.sensorTime, slot * MAX_SENSORS, sensorCount);
       // A known address keeps its enrichment (the update does not read these columns): no lookup for it.
