@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 node_ok() { # node binary new enough? (`--version` answers without starting JavaScript: ~4 ms, not ~50)
   local v major minor
-  v="$("$1" --version 2>/dev/null)" || return 1
+  v="$(NODE_OPTIONS= "$1" --version 2>/dev/null)" || return 1 # NODE_OPTIONS may hold flags only for the real run
   v="${v#v}"
   major="${v%%.*}"
   minor="${v#*.}"

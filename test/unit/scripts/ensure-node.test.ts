@@ -14,11 +14,14 @@ mkdirSync(path.join(root, 'scripts'));
 const SCRIPT = path.join(root, 'scripts', 'ensure-node.sh');
 copyFileSync(fileURLToPath(new URL('../../../scripts/ensure-node.sh', import.meta.url)), SCRIPT);
 
-/** A directory holding bin/node that prints `version` for --version and fails on anything else. */
+/**
+ * A directory holding bin/node that prints `version` for --version and fails on anything else. Like a real
+ * Node, it refuses to start when NODE_OPTIONS holds a flag that is not allowed there (here: any).
+ */
 function fakeNode(version: string, home = path.join(root, 'system', version.replace(/\W/g, '_'))): string {
   mkdirSync(path.join(home, 'bin'), { recursive: true });
   const node = path.join(home, 'bin', 'node');
-  writeFileSync(node, `#!/bin/sh\n[ "$1" = --version ] && echo '${version}' && exit 0\nexit 3\n`);
+  writeFileSync(node, `#!/bin/sh\n[ -n "$NODE_OPTIONS" ] && exit 9\n[ "$1" = --version ] && echo '${version}' && exit 0\nexit 3\n`);
   chmodSync(node, 0o755);
   return home;
 }
@@ -27,8 +30,8 @@ function fakeNode(version: string, home = path.join(root, 'system', version.repl
 const LOCAL = fakeNode('v24.21.0', path.join(root, '.cache', 'node', 'v24.21.0'));
 
 /** The Node home ensure-node.sh prints with only the fake's bin (and the shell's own tools) on PATH. */
-function chosen(home: string): string {
-  return execFileSync('bash', [SCRIPT], { env: { PATH: `${home}/bin:/usr/bin:/bin`, NODE_VERSION: '24.21.0' }, encoding: 'utf8' }).trim();
+function chosen(home: string, env: Record<string, string> = {}): string {
+  return execFileSync('bash', [SCRIPT], { env: { PATH: `${home}/bin:/usr/bin:/bin`, NODE_VERSION: '24.21.0', ...env }, encoding: 'utf8' }).trim();
 }
 
 describe('ensure-node.sh', () => {
@@ -39,5 +42,13 @@ describe('ensure-node.sh', () => {
 
   it.each(['v20.20.2', 'v22.11.0', 'v18.0.0', 'not a version'])('passes over the system Node %s', (version) => {
     expect(chosen(fakeNode(version))).toBe(LOCAL);
+  });
+
+  // `node --prof` must be given on the command line (Node refuses it in NODE_OPTIONS), but a NODE_OPTIONS
+  // meant for the command being run must not make the script think a Node broken, and fetch another.
+  it('judges a Node by its version whatever NODE_OPTIONS holds', () => {
+    const home = fakeNode('v24.1.0');
+    expect(chosen(home, { NODE_OPTIONS: '--prof' })).toBe(home);
+    expect(chosen(fakeNode('v20.20.2'), { NODE_OPTIONS: '--prof' })).toBe(LOCAL);
   });
 });
