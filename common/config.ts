@@ -3,9 +3,9 @@
 import { readFileSync } from 'node:fs';
 import Type, { type Static, type TSchema } from 'typebox';
 import Value from 'typebox/value';
-import { parse as parseYaml } from 'yaml';
 import { describeAllowed, type JsonSchemaLike } from './schema-text.ts';
 import { UserError } from './errors.ts';
+import { parseYaml } from './yaml.ts';
 
 const LogLevel = Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
   description: 'pino log level',
