@@ -79,6 +79,10 @@ export class EventBatch {
   // The canonical form of a raw event, hashed for its id.
   private canonical = Buffer.allocUnsafe(1024);
   private canonicalViews: Buffer[] = [];
+  /** The last event's time in ms but its last six digits (they change every ~17 minutes), and their digits. */
+  private msHigh = -1;
+  private readonly msHighDigits = Buffer.alloc(16);
+  private msHighLength = 0;
 
   constructor(facts: AddressFacts, sensors: SensorNames, initialBytes = 1 << 20) {
     this.facts = facts;
@@ -187,7 +191,7 @@ export class EventBatch {
     const c = this.canonical;
     const line = r.line;
     // Fields are short: copied byte by byte rather than through native calls.
-    let at = writeDecimal(c, 0, r.ts);
+    let at = this.writeMs(c, r.ts);
     c[at++] = SEP;
     for (let i = r.srcStart; i < r.srcEnd; i++) c[at++] = line[i] as number;
     c[at++] = SEP;
@@ -215,6 +219,30 @@ export class EventBatch {
     // One view per length, made once: a new view per event would be garbage per event.
     const view = (this.canonicalViews[at] ??= c.subarray(0, at));
     return hash('sha256', view, 'binary'); // 'binary' is latin1: one char per byte
+  }
+
+  /**
+   * Writes a time in ms as decimal digits at the start of `buf`, as writeDecimal would; returns the length.
+   * Its thirteen digits would take as many divisions of a double (~65 ns an event). The leading ones are
+   * remembered from the last event, and the last six are divided as small integers (~30 ns).
+   */
+  private writeMs(buf: Buffer, ms: number): number {
+    const high = Math.floor(ms / 1e6);
+    if (high <= 0) return writeDecimal(buf, 0, ms);
+    if (high !== this.msHigh) {
+      this.msHighLength = writeDecimal(this.msHighDigits, 0, high);
+      this.msHigh = high;
+    }
+    const digits = this.msHighDigits;
+    const n = this.msHighLength;
+    for (let i = 0; i < n; i++) buf[i] = digits[i] as number;
+    let low = ms - high * 1e6;
+    for (let i = n + 5; i >= n; i--) {
+      const q = (low / 10) | 0;
+      buf[i] = 48 + (low - q * 10);
+      low = q;
+    }
+    return n + 6;
   }
 }
 
