@@ -31,6 +31,8 @@ export class BinaryCopyWriter {
   // and friends are library calls with argument checks (a few million of them per ingest).
   private view: DataView;
   private length = 0;
+  /** Scratch for idArray. */
+  private ids = new Int32Array(8);
 
   constructor(initialBytes = 1 << 16) {
     this.buffer = Buffer.allocUnsafe(Math.max(initialBytes, 64));
@@ -186,8 +188,11 @@ export class BinaryCopyWriter {
     this.length += 20;
   }
 
-  /** values[start, start + count) as int4[]. (Indexed loops throughout: an iterator allocates per element.) */
-  int32Array(values: ArrayLike<number>, start = 0, count = values.length - start): void {
+  /**
+   * values[start, start + count) as int4[]. (Indexed loops throughout: an iterator allocates per element.) One
+   * method per array type, so that V8 sees one type at each and never recompiles the encoders for another.
+   */
+  int32Array(values: Int32Array, start = 0, count = values.length - start): void {
     if (count === 0) return this.emptyArray(INT4_OID);
     this.arrayHeader(20 + count * 8, false, INT4_OID, count);
     for (let i = start; i < start + count; i++) {
@@ -196,24 +201,28 @@ export class BinaryCopyWriter {
     }
   }
 
-  /**
-   * values[0, n) mapped by `id` and sorted ascending, as int4[] (no intermediate arrays for the common one
-   * or two).
-   */
-  idArray<T>(values: readonly T[], id: (value: T) => number, n = values.length): void {
-    if (n > 2) return this.int32Array(values.slice(0, n).map(id).sort((x, y) => x - y));
-    if (n === 0) return this.emptyArray(INT4_OID);
-    this.arrayHeader(20 + n * 8, false, INT4_OID, n);
-    let a = id(values[0] as T);
-    if (n === 2) {
-      let b = id(values[1] as T);
-      if (b < a) [a, b] = [b, a];
+  /** values[start, start + count) as int4[] (see int32Array). */
+  uint16Array(values: Uint16Array, start = 0, count = values.length - start): void {
+    if (count === 0) return this.emptyArray(INT4_OID);
+    this.arrayHeader(20 + count * 8, false, INT4_OID, count);
+    for (let i = start; i < start + count; i++) {
       this.int32Raw(4);
-      this.int32Raw(a);
-      a = b;
+      this.int32Raw(values[i] as number);
     }
-    this.int32Raw(4);
-    this.int32Raw(a);
+  }
+
+  /** values[0, n) mapped by `id` and sorted ascending, as int4[]. */
+  idArray(values: readonly number[], id: (value: number) => number, n = values.length): void {
+    if (n > this.ids.length) this.ids = new Int32Array(n * 2);
+    const ids = this.ids;
+    for (let i = 0; i < n; i++) ids[i] = id(values[i] as number);
+    if (n === 2 && (ids[1] as number) < (ids[0] as number)) {
+      const first = ids[0] as number;
+      ids[0] = ids[1] as number;
+      ids[1] = first;
+    }
+    else if (n > 2) ids.subarray(0, n).sort(); // a view per call, for the few rows with three or more
+    this.int32Array(ids, 0, n);
   }
 
   /** values[start, start + count) as timestamptz[]; `null` is NULL, and so is 0 where `zeroIsNull`. */
