@@ -10,8 +10,8 @@ export interface CommandContext {
 
 /**
  * Loads the configuration and makes the logger. The configuration module is imported here, when a command
- * runs, not with the CLI: its schema library is the heaviest thing the CLI loads (~0.15 s), so `--help`,
- * `--version` and argument errors answer without it, and `ingest` hands its worker the job first.
+ * runs, not with the CLI: `--help`, `--version` and argument errors answer without it, and `ingest` hands
+ * its worker the job first. (It needs no schema library: config.ts.)
  */
 export async function commandContext(overrides: Partial<Config> = {}): Promise<CommandContext> {
   const { loadConfig } = await import('./config.ts');

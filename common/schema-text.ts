@@ -56,3 +56,54 @@ export function describeAllowed(schema: JsonSchemaLike): string {
       return schema.description ?? 'a valid value';
   }
 }
+
+/**
+ * Whether `value` satisfies `schema`, for the keywords JsonSchemaLike names: the counterpart of
+ * describeAllowed. The configuration's settings are checked with it, so that reading them needs no schema
+ * library (TypeBox's validator is ~680 modules, ~0.15 s before any command could start). A keyword it does
+ * not check (`format`) is refused loudly rather than passed unchecked.
+ */
+export function allows(schema: JsonSchemaLike, value: unknown): boolean {
+  if (schema.format !== undefined) throw new Error(`allows() does not check "format" (${schema.format})`);
+  if (schema.enum && !schema.enum.includes(value)) return false;
+  if (schema.const !== undefined && value !== schema.const) return false;
+  if (schema.anyOf && !schema.anyOf.some((s) => allows(s, value))) return false;
+  if (schema.type !== undefined) {
+    const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+    if (!types.some((t) => isOfType(t, value))) return false;
+  }
+  if (typeof value === 'number') {
+    if (schema.minimum !== undefined && value < schema.minimum) return false;
+    if (schema.maximum !== undefined && value > schema.maximum) return false;
+  }
+  if (typeof value === 'string') {
+    // JSON Schema counts characters (code points), not UTF-16 units.
+    const length = [...value].length;
+    if (schema.minLength !== undefined && length < schema.minLength) return false;
+    if (schema.maxLength !== undefined && length > schema.maxLength) return false;
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) return false;
+  }
+  if (Array.isArray(value) && schema.items) return value.every((v) => allows(schema.items as JsonSchemaLike, v));
+  return true;
+}
+
+function isOfType(type: string, value: unknown): boolean {
+  switch (type) {
+    case 'integer':
+      return Number.isInteger(value);
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'string':
+      return typeof value === 'string';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'null':
+      return value === null;
+    default:
+      throw new Error(`allows() does not know the type "${type}"`);
+  }
+}

@@ -56,8 +56,8 @@ function workerError(stack: string): Error {
 
 /**
  * Runs the job in a bounded worker, calling `onMessage` for each report; resolves with the final stats. The job
- * goes to the worker first, and only then is the configuration loaded (`configure`, ~0.15 s, sent when ready):
- * the worker reads and parses meanwhile.
+ * goes to the worker first, and only then is the configuration loaded (`configure`, sent when ready): the
+ * worker reads and parses meanwhile.
  */
 function runInWorker(job: IngestJob, configure: () => Promise<Config>, onMessage: (m: IngestMessage) => void): Promise<IngestStats> {
   const readsStdin = job.names.includes('-');

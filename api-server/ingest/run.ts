@@ -26,8 +26,8 @@ export interface IngestJob {
 }
 
 /**
- * The second message: the configuration the main thread loaded. The worker does not load it itself, so the
- * schema library (a few hundred modules, ~40 MB of RSS per thread) stays out of its heap.
+ * The second message: the configuration the main thread loaded (it reads it anyway, for its logger and
+ * progress, and reports a bad setting as every command does).
  */
 export interface IngestConfigMessage {
   config: Config;

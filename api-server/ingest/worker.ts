@@ -1,7 +1,7 @@
 // The ingest worker thread: its heap, and an early start. bin/cli.ts starts the worker as soon as it sees the
 // command, so that the worker boots and loads its own modules (~0.2 s) while the main thread loads the CLI and
-// reads the arguments, on the other core. The main thread then sends the job, and loads the configuration
-// (~0.15 s) while the worker begins to parse (cli.ts, run.ts).
+// reads the arguments, on the other core. The main thread then sends the job, and the configuration a few
+// milliseconds later, while the worker begins to parse (cli.ts, run.ts).
 // Kept to node's own modules: it is loaded before everything else.
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
