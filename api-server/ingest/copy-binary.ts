@@ -220,8 +220,7 @@ export class BinaryCopyWriter {
       const first = ids[0] as number;
       ids[0] = ids[1] as number;
       ids[1] = first;
-    }
-    else if (n > 2) ids.subarray(0, n).sort(); // a view per call, for the few rows with three or more
+    } else if (n > 2) ids.subarray(0, n).sort(); // a view per call, for the few rows with three or more
     this.int32Array(ids, 0, n);
   }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeSettings, loadConfig } from '../../../common/config.ts';
+import { ConfigSchema, describeSettings, loadConfig } from '../../../common/config.ts';
 import { UserError } from '../../../common/errors.ts';
 
 describe('loadConfig', () => {
@@ -42,6 +42,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: { BLOCKFEED_CONFIG: bad } })).toThrow(`${bad}: port=-1: must be an integer from 0 to 65535`);
     writeFileSync(bad, 'prot: 1\n');
     expect(() => loadConfig({ env: { BLOCKFEED_CONFIG: bad } })).toThrow('unknown setting "prot"');
+  });
+
+  // The type makes a setting optional unless it is listed as required; only a default makes it always there.
+  it('lists as required exactly the settings with a default', () => {
+    const withDefault = Object.entries(ConfigSchema.properties).filter(([, s]) => 'default' in s).map(([key]) => key);
+    expect([...ConfigSchema.required].sort()).toEqual(withDefault.sort());
   });
 
   it('documents every setting with its variable', () => {
