@@ -85,14 +85,23 @@ const ENRICHMENT_COLUMNS = 10;
 const ADDRESS_COLUMNS = `ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical,
   service_last, sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org`;
 
-const SENSOR_MERGE = (column: 'id' | 'last') => `(
-      select array_agg(${column} order by last desc, id) from (
-        select id, max(last) as last
-        from unnest(a.sensor_ids || s.sensor_ids, a.sensor_last || s.sensor_last) as u(id, last)
-        group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged)`;
 // The common case: the address's most recent sensor saw it again, later. Only its time changes.
 const SAME_SENSOR_AGAIN = `cardinality(s.sensor_ids) = 1 and a.sensor_ids[1] = s.sensor_ids[1]
       and s.sensor_last[1] >= a.sensor_last[1]`;
+/**
+ * Both sensor lists in one sub-select (merged once per row, not once per column: ~10% of the update). In the
+ * common case its filter is false before any row is unnested, the aggregates are NULL, and the lists come
+ * from `coalesce`. (A comparison with a missing element is NULL: not the common case, as in a CASE.)
+ */
+const SENSOR_LISTS = `(sensor_ids, sensor_last) = (
+    select coalesce(m.ids, a.sensor_ids), coalesce(m.lasts, array[s.sensor_last[1]] || a.sensor_last[2:])
+    from (
+      select array_agg(id order by last desc, id) as ids, array_agg(last order by last desc, id) as lasts
+      from (
+        select id, max(last) as last
+        from unnest(a.sensor_ids || s.sensor_ids, a.sensor_last || s.sensor_last) as u(id, last)
+        where not coalesce(${SAME_SENSOR_AGAIN}, false)
+        group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged) as m)`;
 
 /**
  * Known addresses take the later of each fact (greatest() ignores NULL). The rows are staged first; new
@@ -113,8 +122,7 @@ update addresses a set
   last_high = greatest(a.last_high, s.last_high),
   last_critical = greatest(a.last_critical, s.last_critical),
   service_last = array[${SERVICES.map((_, i) => `greatest(a.service_last[${i + 1}], s.service_last[${i + 1}])`).join(', ')}],
-  sensor_ids = case when ${SAME_SENSOR_AGAIN} then a.sensor_ids else ${SENSOR_MERGE('id')} end,
-  sensor_last = case when ${SAME_SENSOR_AGAIN} then array[s.sensor_last[1]] || a.sensor_last[2:] else ${SENSOR_MERGE('last')} end
+  ${SENSOR_LISTS}
 from staging_addresses s
 where a.ip = s.ip;
 reset enable_seqscan;`;
