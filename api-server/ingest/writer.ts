@@ -89,7 +89,7 @@ const ADDRESS_COLUMNS = `ip, first_seen, last_seen, last_honeypot, last_telescop
 const SAME_SENSOR_AGAIN = `cardinality(s.sensor_ids) = 1 and a.sensor_ids[1] = s.sensor_ids[1]
       and s.sensor_last[1] >= a.sensor_last[1]`;
 /**
- * Both sensor lists in one sub-select (merged once per row, not once per column: ~10% of the update). In the
+ * Both sensor lists in one sub-select (merged once per row, not once per column: ~5% of the update). In the
  * common case its filter is false before any row is unnested, the aggregates are NULL, and the lists come
  * from `coalesce`. (A comparison with a missing element is NULL: not the common case, as in a CASE.)
  */
