@@ -5,6 +5,7 @@
 // natively, ranges into a Float64Array of (start * 64 + prefix) keys, and one linear sweep merges both. IPv6 is
 // rare in feeds and uses BigInt. ipaddr.js parses everything the fast IPv4 path does not recognise.
 import ipaddr from 'ipaddr.js';
+import { formatIPv4, parseIPv4 } from '../common/ipv4.ts';
 
 export type Family = 4 | 6;
 
@@ -31,40 +32,6 @@ export interface CidrSet {
 const TWO32 = 4294967296;
 const V6_BITS = 128n;
 const V6_MAX = (1n << V6_BITS) - 1n;
-
-const DIGIT_0 = 48;
-const DIGIT_9 = 57;
-const DOT = 46;
-
-/**
- * Strict dotted-quad IPv4 (no leading zeros, which some parsers read as octal) to an unsigned number, or -1.
- * Hand-written because it runs once per feed line.
- */
-export function parseIPv4(text: string, from = 0, to = text.length): number {
-  let value = 0;
-  let part = 0;
-  let digits = 0;
-  let parts = 0;
-  for (let i = from; i < to; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= DIGIT_0 && c <= DIGIT_9) {
-      if (digits > 0 && part === 0) return -1;
-      part = part * 10 + (c - DIGIT_0);
-      if (part > 255) return -1;
-      digits++;
-    } else if (c === DOT) {
-      if (digits === 0 || parts === 3) return -1;
-      value = value * 256 + part;
-      parts++;
-      part = 0;
-      digits = 0;
-    } else {
-      return -1;
-    }
-  }
-  if (digits === 0 || parts !== 3) return -1;
-  return value * 256 + part;
-}
 
 function v4Mask(start: number, prefix: number): number {
   if (prefix === 0) return 0;
@@ -117,10 +84,6 @@ export function parseCidrStrict(text: string): Entry {
   const entry = parseEntry(text);
   if (!entry) throw new Error(`"${text}" is not an IP address or CIDR`);
   return entry;
-}
-
-export function formatIPv4(n: number): string {
-  return `${Math.floor(n / 16777216)}.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`;
 }
 
 export function formatIPv6(n: bigint): string {
@@ -187,35 +150,6 @@ export function containsIPv4(list: Float64Array, address: number): boolean {
     else return true;
   }
   return false;
-}
-
-/**
- * Strict dotted-quad IPv4 from bytes (ASCII), or -1: the feed's common case, parsed without making a string.
- */
-export function parseIPv4Bytes(buf: Uint8Array, from: number, to: number): number {
-  let value = 0;
-  let part = 0;
-  let digits = 0;
-  let parts = 0;
-  for (let i = from; i < to; i++) {
-    const c = buf[i]!;
-    if (c >= DIGIT_0 && c <= DIGIT_9) {
-      if (digits > 0 && part === 0) return -1;
-      part = part * 10 + (c - DIGIT_0);
-      if (part > 255) return -1;
-      digits++;
-    } else if (c === DOT) {
-      if (digits === 0 || parts === 3) return -1;
-      value = value * 256 + part;
-      parts++;
-      part = 0;
-      digits = 0;
-    } else {
-      return -1;
-    }
-  }
-  if (digits === 0 || parts !== 3) return -1;
-  return value * 256 + part;
 }
 
 /** True when the whole entry lies inside one of the intervals (binary search). */

@@ -9,36 +9,13 @@ import {
   coveredBy,
   parseCidrStrict,
   parseEntry,
-  parseIPv4,
-  parseIPv4Bytes,
   toIntervals,
   type CidrSet,
   type Entry,
   type Intervals,
 } from './cidr.ts';
-
-/** Ranges no blocklist may contain: loopback, private, link-local, CGNAT, multicast and other reserved space. */
-export const NEVER_BLOCK: readonly string[] = [
-  '0.0.0.0/8', // "this network"
-  '10.0.0.0/8', // private
-  '100.64.0.0/10', // CGNAT
-  '127.0.0.0/8', // loopback
-  '169.254.0.0/16', // link-local
-  '172.16.0.0/12', // private
-  '192.0.0.0/24', // IETF protocol assignments
-  '192.88.99.0/24', // 6to4 relay anycast
-  '192.168.0.0/16', // private
-  '198.18.0.0/15', // benchmarking
-  '224.0.0.0/4', // multicast
-  '240.0.0.0/4', // reserved, includes broadcast
-  '::/127', // unspecified, loopback
-  '::ffff:0:0/96', // IPv4-mapped
-  '100::/64', // discard
-  '2001::/23', // IETF protocol assignments
-  'fc00::/7', // unique local
-  'fe80::/10', // link-local
-  'ff00::/8', // multicast
-];
+import { parseIPv4, parseIPv4Bytes } from '../common/ipv4.ts';
+import { NEVER_BLOCK } from '../common/never-block.ts';
 
 export const DROP_REASONS = ['invalid', 'never_block', 'cluster', 'allowlist', 'too_broad'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];

@@ -4,7 +4,8 @@
 // telescope-only scanners; the research scanners of data/scanners.yaml; addresses seen by several sensors
 // and by both the honeypots and the telescope. Same seed and clock → same events.
 import { SERVICE_PORTS, SERVICES, type Service } from '../../common/vocabulary.ts';
-import { parseAddress, parseCidr, numberToIpv4, type Address } from '../enrich/address.ts';
+import { formatIPv4 } from '../../common/ipv4.ts';
+import { parseAddress, parseCidr, type Address } from '../enrich/address.ts';
 import type { ScannerOrganisation } from '../enrich/curated.ts';
 import type { Region } from '../enrich/ip2region.ts';
 import { withId, type Action, type AttackEvent } from '../ingest/event.ts';
@@ -86,7 +87,7 @@ interface Actor {
 function pickRange(rand: () => number, ranges: { start: number; end: number }[]): Address {
   const r = ranges[Math.floor(rand() * ranges.length)] as { start: number; end: number };
   const num = r.start + 1 + Math.floor(rand() * Math.max(1, r.end - r.start - 1));
-  return parseAddress(numberToIpv4(num)) as Address;
+  return parseAddress(formatIPv4(num)) as Address;
 }
 
 function pickScanner(rand: () => number, orgs: ScannerOrganisation[]): Address | undefined {
@@ -95,7 +96,7 @@ function pickScanner(rand: () => number, orgs: ScannerOrganisation[]): Address |
   if (!cidr) return undefined;
   const { first, last } = parseCidr(cidr);
   if (first.kind !== 4 || last.kind !== 4) return undefined;
-  return parseAddress(numberToIpv4(first.num + Math.floor(rand() * (last.num - first.num + 1))));
+  return parseAddress(formatIPv4(first.num + Math.floor(rand() * (last.num - first.num + 1))));
 }
 
 function sample<T>(rand: () => number, list: readonly T[], n: number): T[] {

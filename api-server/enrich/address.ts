@@ -1,63 +1,15 @@
 // Parsing of source addresses into the forms the lookups need: the canonical text (as PostgreSQL's inet
 // prints it) and a number (IPv4) or two 64-bit halves (IPv6). Pure.
 import ipaddr from 'ipaddr.js';
+import { formatIPv4, parseIPv4 } from '../../common/ipv4.ts';
 
 export type Address =
   | { readonly kind: 4; readonly text: string; readonly num: number }
   | { readonly kind: 6; readonly text: string; readonly hi: bigint; readonly lo: bigint };
 
-const QUAD = Buffer.alloc(15);
-
-/** A dotted quad given as text (see dottedQuadBytes), or -1. */
-function dottedQuad(text: string): number {
-  const n = text.length;
-  if (n < 7 || n > 15) return -1;
-  for (let i = 0; i < n; i++) if (text.charCodeAt(i) > 127) return -1;
-  QUAD.write(text, 'latin1');
-  return dottedQuadBytes(QUAD, 0, n);
-}
-
-/**
- * A dotted quad (four decimal octets 0-255, no leading zeros) in the ASCII bytes b[start, end) as a number,
- * or -1. Read byte by byte: every ingested event goes through here.
- */
-export function dottedQuadBytes(b: Buffer, start: number, end: number): number {
-  const n = end - start;
-  if (n < 7 || n > 15) return -1;
-  let num = 0;
-  let octet = 0;
-  let digits = 0;
-  let dots = 0;
-  for (let i = start; i < end; i++) {
-    const c = b[i] as number;
-    if (c === 46 /* . */) {
-      if (digits === 0 || dots === 3) return -1;
-      num = num * 256 + octet;
-      octet = 0;
-      digits = 0;
-      dots++;
-      continue;
-    }
-    const d = c - 48;
-    if (d < 0 || d > 9 || (digits === 1 && octet === 0)) return -1;
-    octet = octet * 10 + d;
-    if (octet > 255) return -1;
-    digits++;
-  }
-  return dots === 3 && digits > 0 ? num * 256 + octet : -1;
-}
-
-export function ipv4ToNumber(a: number, b: number, c: number, d: number): number {
-  return ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
-}
-
-export function numberToIpv4(n: number): string {
-  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
-}
-
 /** Parses an IPv4 or IPv6 address (no prefix length); IPv4-mapped IPv6 becomes IPv4. Undefined if invalid. */
 export function parseAddress(input: string): Address | undefined {
-  const num = dottedQuad(input);
+  const num = parseIPv4(input);
   if (num >= 0) return { kind: 4, text: input, num };
   if (!input.includes(':') || !ipaddr.IPv6.isValid(input)) return undefined;
   // Zone ids (fe80::1%eth0) are not addresses of a remote source.
@@ -65,7 +17,7 @@ export function parseAddress(input: string): Address | undefined {
   const v6 = ipaddr.IPv6.parse(input);
   if (v6.isIPv4MappedAddress()) {
     const [a = 0, b = 0, c = 0, d = 0] = v6.toIPv4Address().octets;
-    return { kind: 4, text: `${a}.${b}.${c}.${d}`, num: ipv4ToNumber(a, b, c, d) };
+    return { kind: 4, text: `${a}.${b}.${c}.${d}`, num: (((a << 24) >>> 0) + (b << 16) + (c << 8) + d) };
   }
   const p = v6.parts;
   const half = (i: number) =>
@@ -86,7 +38,7 @@ export function parseCidr(cidr: string): { first: Address; last: Address } {
     const size = 2 ** hostBits;
     if (first.num % size !== 0) throw new Error(`CIDR "${cidr}" has host bits set`);
     const num = first.num + size - 1;
-    return { first, last: { kind: 4, text: numberToIpv4(num), num } };
+    return { first, last: { kind: 4, text: formatIPv4(num), num } };
   }
   const full = (first.hi << 64n) | first.lo;
   const hostMask = (1n << BigInt(128 - len)) - 1n;

@@ -7,7 +7,8 @@
 // objects: a window holds up to hundreds of thousands of addresses for seconds, and as objects they would be
 // promoted and traced by every major collection. Pure apart from the arrays it owns.
 import { SERVICES } from '../../common/vocabulary.ts';
-import { numberToIpv4, type Address } from '../enrich/address.ts';
+import { formatIPv4 } from '../../common/ipv4.ts';
+import { type Address } from '../enrich/address.ts';
 import { resized } from './typed-arrays.ts';
 
 export const MAX_SENSORS = 8;
@@ -114,7 +115,7 @@ export class AddressFacts {
     const v6 = this.v6.get(slot);
     if (v6) return v6;
     const num = this.v4(slot);
-    return { kind: 4, text: numberToIpv4(num), num };
+    return { kind: 4, text: formatIPv4(num), num };
   }
 
   /**

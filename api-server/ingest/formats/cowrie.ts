@@ -3,7 +3,7 @@
 // (commands), url / filename (file transfers). Only the connect line carries the destination port, so the
 // parser remembers each session's port and protocol for the lines that follow it.
 import { SERVICE_INDEX, serviceIndexOfPort, serviceOfPort, type Service } from '../../../common/vocabulary.ts';
-import { dottedQuadBytes } from '../../enrich/address.ts';
+import { parseIPv4Bytes } from '../../../common/ipv4.ts';
 import type { RawEvent } from '../batch.ts';
 import {
   BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, IsoUtcBytes, optionalPort,
@@ -315,7 +315,7 @@ function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): By
     }
     if (!(ts === ts && inTimeRange(ts, now))) return BYTES_DECLINED;
     if (kind[F.src_ip] !== STRING) return BYTES_DECLINED;
-    const src = dottedQuadBytes(line, start[F.src_ip] as number, end[F.src_ip] as number);
+    const src = parseIPv4Bytes(line, start[F.src_ip] as number, end[F.src_ip] as number);
     if (src < 0) return BYTES_DECLINED;
     let sensorBytes = line;
     let s0 = start[F.sensor] as number;

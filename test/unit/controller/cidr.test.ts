@@ -6,11 +6,11 @@ import {
   coveredBy,
   formatEntry,
   parseEntry,
-  parseIPv4,
   toIntervals,
   type CidrSet,
   type Entry,
 } from '../../../controller/cidr.ts';
+import { parseIPv4 } from '../../../common/ipv4.ts';
 
 const parse = (texts: string[]): Entry[] => texts.map((t) => parseEntry(t)!);
 

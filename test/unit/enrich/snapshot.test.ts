@@ -4,7 +4,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { numberToIpv4, parseAddress, type Address } from '../../../api-server/enrich/address.ts';
+import { formatIPv4 } from '../../../common/ipv4.ts';
+import { parseAddress, type Address } from '../../../api-server/enrich/address.ts';
 import { Enricher } from '../../../api-server/enrich/enricher.ts';
 import { encodeSnapshot, loadEnrichmentTables, readSnapshot, snapshotName } from '../../../api-server/enrich/snapshot.ts';
 import { buildEnrichmentTables } from '../../../api-server/enrich/tables.ts';
@@ -20,7 +21,7 @@ function sample(): Address[] {
   let x = 7;
   for (let i = 0; i < 20_000; i++) {
     x = (Math.imul(x, 1_103_515_245) + 12_345) >>> 0;
-    out.push(parseAddress(numberToIpv4(x)) as Address);
+    out.push(parseAddress(formatIPv4(x)) as Address);
   }
   for (const ip of ['222.85.85.85', '202.112.0.1', '162.142.125.7', '240e:47d:c20:1627::1', '2001:db8::1']) out.push(parseAddress(ip) as Address);
   return out;
