@@ -1,9 +1,9 @@
 // bench/export: the uncached `/api/export?hours=720&format=txt` over 1,000,000 matching addresses against
 // PostgreSQL's own COPY of the same addresses (psql \copy to /dev/null), alternating, in the same run.
 // Targets: median time ≤ 1.5× COPY's; server peak RSS ≤ 250 MiB.
-import { addressesSql } from '../api-server/query/filters.ts';
+import { addressesSql } from '../api-server/query/list-sql.ts';
 import { exportFilter } from '../api-server/query/lists.ts';
-import type { ExportQuery } from '../common/api-params.ts';
+import type { ExportQuery } from '../api-server/http/endpoint-params.ts';
 import { benchStore, median, requireCommands, startServeChild, timeCommand } from './harness.ts';
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 1_000_000);

@@ -8,7 +8,7 @@ import { UserError } from '../common/errors.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string; description: string };
 
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command('blockfeed')
     .description(pkg.description)
     .version(pkg.version, '-V, --version')

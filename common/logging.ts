@@ -10,7 +10,7 @@ const REDACTED = '[REDACTED]';
 const SECRET_QUERY_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token']);
 
 /** Paths pino blanks wherever headers are logged, under any of the usual keys. */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers.cookie',
@@ -55,7 +55,7 @@ interface LoggableRequest {
 }
 
 /** The request as logged: no headers at all except a safe few, the URL with credentials removed. */
-export function serializeRequest(req: LoggableRequest): Record<string, unknown> {
+function serializeRequest(req: LoggableRequest): Record<string, unknown> {
   return {
     id: req.id,
     method: req.method,
@@ -65,7 +65,7 @@ export function serializeRequest(req: LoggableRequest): Record<string, unknown> 
   };
 }
 
-export interface LoggerOptions {
+interface LoggerOptions {
   level?: LevelWithSilent;
   name?: string;
   destination?: DestinationStream;

@@ -7,8 +7,6 @@
 import ipaddr from 'ipaddr.js';
 import { formatIPv4, parseIPv4 } from '../common/ipv4.ts';
 
-export type Family = 4 | 6;
-
 export interface Entry4 {
   family: 4;
   /** network address as an unsigned 32-bit number (host bits cleared) */
@@ -86,7 +84,7 @@ export function parseCidrStrict(text: string): Entry {
   return entry;
 }
 
-export function formatIPv6(n: bigint): string {
+function formatIPv6(n: bigint): string {
   const bytes: number[] = new Array<number>(16);
   let rest = n;
   for (let i = 15; i >= 0; i--) {
@@ -101,7 +99,7 @@ export function formatEntry(entry: Entry): string {
 }
 
 /** Inclusive last address of an entry. */
-export function entryEnd4(start: number, prefix: number): number {
+function entryEnd4(start: number, prefix: number): number {
   return start + 2 ** (32 - prefix) - 1;
 }
 function entryEnd6(start: bigint, prefix: number): bigint {
@@ -391,8 +389,3 @@ export function cidrStrings(set: CidrSet): string[] {
 }
 
 /** Addresses covered by the IPv4 part (for shrink checks and metrics). */
-export function v4AddressCount(set: CidrSet): number {
-  let n = 0;
-  for (let i = 0; i < set.v4Prefix.length; i++) n += 2 ** (32 - set.v4Prefix[i]!);
-  return n;
-}

@@ -9,7 +9,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { ensureFinalizer, finalize, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
 
-export interface ControllerOptions {
+interface ControllerOptions {
   apis: Apis;
   log: Logger;
   metrics: ControllerMetrics;

@@ -2,9 +2,10 @@
 // time and size. The API key travels only in the X-API-Key header, never in the URL (URLs end up in logs).
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { filterParams } from '../common/list-filters.ts';
 import type { BlocklistSubscriptionSpec } from './api/v1alpha1.ts';
 
-export type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
+type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
 
 export class FeedError extends Error {
   readonly reason: FeedFailure;
@@ -17,7 +18,7 @@ export class FeedError extends Error {
   }
 }
 
-export interface PullOptions {
+interface PullOptions {
   feed: BlocklistSubscriptionSpec['feed'];
   apiKey?: string;
   etag?: string;
@@ -26,23 +27,17 @@ export interface PullOptions {
   userAgent?: string;
 }
 
-export type PullResult = { changed: false; status: 304 } | { changed: true; etag?: string; bytes: number; lines: number };
+type PullResult = { changed: false; status: 304 } | { changed: true; etag?: string; bytes: number; lines: number };
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
 
-/** The list URL for a feed spec: base + /api/<endpoint> + the endpoint's filters, format=txt. */
+/** The list URL for a feed spec: base + /api/<endpoint> + the endpoint's filters (common/list-filters.ts), format=txt. */
 export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
   const url = new URL(`${feed.url.replace(/\/+$/, '')}/api/${feed.endpoint}`);
-  const params: [string, string][] = [['format', 'txt']];
-  const f = feed.filters ?? {};
-  for (const [key, value] of Object.entries(f) as [string, string | number | boolean | undefined][]) {
-    if (value === undefined) continue;
-    if (key === 'includeResearch') params.push(['include_research', value ? '1' : '0']);
-    else if (key === 'includeScan') params.push(['include_scan', value ? '1' : '0']);
-    else params.push([key, String(value)]);
+  for (const [name, value] of [['format', 'txt'], ...filterParams(feed.endpoint, feed.filters ?? {})].sort(([a], [b]) => (a! < b! ? -1 : 1))) {
+    url.searchParams.append(name!, value!);
   }
-  for (const [k, v] of params.sort((a, b) => a[0].localeCompare(b[0]))) url.searchParams.append(k, v);
   return url;
 }
 
@@ -50,7 +45,7 @@ export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
  * Receives the body: each line as a string, or as a byte range of a buffer valid only during the call; or the
  * raw chunks, cut into lines by the sink itself (end() answers the number of lines).
  */
-export type LineSink =
+type LineSink =
   | ((line: string) => void)
   | { bytes: (buf: Uint8Array, start: number, end: number) => void }
   | { chunk: (buf: Uint8Array) => void; end: () => number };

@@ -48,7 +48,7 @@ export class WriteCounter {
  * certificate parsing — most of a sync's time against a real apiserver. Reuse one dispatcher per distinct
  * TLS configuration (a rotated certificate gets a new one).
  */
-export function reuseConnections(kubeConfig: KubeConfig): void {
+function reuseConnections(kubeConfig: KubeConfig): void {
   const target = kubeConfig as unknown as { createDispatcher: (cluster: unknown, options: Record<string, unknown>) => unknown };
   const original = target.createDispatcher.bind(kubeConfig);
   const cache = new Map<string, unknown>();
@@ -87,7 +87,7 @@ export function contentHash(parts: readonly unknown[]): string {
 }
 
 /** An apiserver answer other than 2xx from sendJson(), shaped like client-node's errors for statusCode(). */
-export class ApiRequestError extends Error {
+class ApiRequestError extends Error {
   readonly code: number;
   constructor(code: number, message: string) {
     super(message);
@@ -159,7 +159,7 @@ export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePa
  */
 export const metadataOnly = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
 
-export function statusCode(err: unknown): number | undefined {
+function statusCode(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
@@ -177,9 +177,9 @@ export async function readOptional<T>(read: () => Promise<T>): Promise<T | undef
   }
 }
 
-export const MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const MANAGER = 'blockfeed-controller';
-export const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
+const MANAGED_BY = 'app.kubernetes.io/managed-by';
+const MANAGER = 'blockfeed-controller';
+const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
 export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
 export const FINALIZER = 'blockfeed.dev/cleanup';
 export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';

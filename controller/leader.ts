@@ -5,7 +5,7 @@ import type { V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { isConflict, isNotFound, type Apis } from './k8s.ts';
 
-export interface LeaderOptions {
+interface LeaderOptions {
   apis: Apis;
   log: Logger;
   namespace: string;
@@ -19,7 +19,7 @@ export interface LeaderOptions {
 }
 
 /** metav1.MicroTime wants exactly six fractional digits. */
-export function microTime(date: Date): string {
+function microTime(date: Date): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 

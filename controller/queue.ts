@@ -1,7 +1,7 @@
 // A work queue that runs at most one job per key at a time (a key enqueued while running runs once more
 // afterwards), at most `concurrency` jobs overall, and retries failures with capped exponential back-off and
 // full jitter. Timers it sets are its own, so stop() leaves nothing behind.
-export interface QueueOptions {
+interface QueueOptions {
   concurrency: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;

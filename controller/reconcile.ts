@@ -45,7 +45,7 @@ export interface ReconcileDeps {
   shardBudget?: number;
 }
 
-export interface ReconcileResult {
+interface ReconcileResult {
   ok: boolean;
   nextSyncTime?: Date;
 }

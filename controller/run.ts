@@ -9,11 +9,11 @@ import type { Logger } from '../common/logging.ts';
 import { UserError } from '../common/errors.ts';
 import { parseCidrStrict } from './cidr.ts';
 import { SubscriptionController } from './controller.ts';
-import { makeApis } from './k8s.ts';
+import { closeAgents, makeApis } from './k8s.ts';
 import { LeaderElector } from './leader.ts';
 import { createControllerMetrics } from './metrics.ts';
 
-export interface ControllerRunOptions {
+interface ControllerRunOptions {
   kubeconfig?: string;
   metricsBindAddress: string;
   healthProbeBindAddress: string;
@@ -26,14 +26,14 @@ export interface ControllerRunOptions {
   namespace?: string;
 }
 
-export interface RunningController {
+interface RunningController {
   stop(): Promise<void>;
   /** resolves when the process must exit (leadership lost) */
   lost: Promise<void>;
 }
 
 /** ":8080" = every interface, "127.0.0.1:0" = loopback on a free port, "0" = off. */
-export function parseBindAddress(text: string, flag: string): { host: string; port: number } | undefined {
+function parseBindAddress(text: string, flag: string): { host: string; port: number } | undefined {
   if (text === '0') return undefined;
   const m = /^(.*):(\d{1,5})$/.exec(text);
   if (!m || Number(m[2]) > 65535) throw new UserError(`${flag} must look like :8080 or 127.0.0.1:8080 (or 0 to disable), got "${text}"`);
@@ -147,6 +147,7 @@ export async function runController(options: ControllerRunOptions, log: Logger):
     async stop() {
       await controller?.stop();
       await elector?.stop();
+      closeAgents(apis);
       for (const s of servers) {
         s.closeAllConnections();
         await new Promise((r) => s.close(r));

@@ -18,7 +18,7 @@ import { parseIPv4, parseIPv4Bytes } from '../common/ipv4.ts';
 import { NEVER_BLOCK } from '../common/never-block.ts';
 
 export const DROP_REASONS = ['invalid', 'never_block', 'cluster', 'allowlist', 'too_broad'] as const;
-export type DropReason = (typeof DROP_REASONS)[number];
+type DropReason = (typeof DROP_REASONS)[number];
 
 export interface SafetyLimits {
   maxEntries: number;
@@ -29,13 +29,13 @@ export interface SafetyLimits {
 
 export const DEFAULT_LIMITS: SafetyLimits = { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 };
 
-export interface SanitiseOptions {
+interface SanitiseOptions {
   clusterCidrs?: readonly string[];
   allowlist?: readonly string[];
   limits: SafetyLimits;
 }
 
-export interface Sanitised {
+interface Sanitised {
   set: CidrSet;
   /** entries accepted (before aggregation) */
   entries: number;
@@ -254,7 +254,7 @@ export function sanitise(lines: Iterable<string>, options: SanitiseOptions): San
   return s.finish();
 }
 
-export type Verdict = { ok: true } | { ok: false; reason: 'TooManyEntries' | 'ShrankTooMuch'; message: string };
+type Verdict = { ok: true } | { ok: false; reason: 'TooManyEntries' | 'ShrankTooMuch'; message: string };
 
 /** Whole-list checks against the limits and the last applied list's size. */
 export function judge(result: Pick<Sanitised, 'entries'>, previousEntries: number | undefined, limits: SafetyLimits): Verdict {

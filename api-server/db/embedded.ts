@@ -41,7 +41,7 @@ interface ServerInfo {
   password: string;
 }
 
-export interface EmbeddedOptions {
+interface EmbeddedOptions {
   dataDir: string;
   log: Logger;
   /** Extra `-c name=value` settings, e.g. fsync=off for throwaway test clusters. */

@@ -11,9 +11,9 @@ import { UserError } from '../../common/errors.ts';
 import { openCheckedDatabase, type Database, type OpenOptions } from './database.ts';
 import { ATTACK_DATA_LOCK } from './locks.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
-export interface Migration {
+interface Migration {
   version: number;
   name: string;
   sql: string;
@@ -41,7 +41,7 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
   return orderMigrations(await Promise.all(files.map(async (file) => ({ file, sql: await readFile(path.join(dir, file), 'utf8') }))));
 }
 
-export interface MigrateResult {
+interface MigrateResult {
   applied: Migration[];
   current: number;
 }

@@ -1,27 +1,25 @@
-// The API's Prometheus series, on the program's own registry. The two recorded on every request are bound
-// series (bound-metrics.ts); rejections are rare and use prom-client's Counter.
-import { Counter, type Registry } from 'prom-client';
-import { BoundCounter, BoundHistogram } from './bound-metrics.ts';
+// The API's Prometheus series, on the program's own registry.
+import { Counter, Histogram, type Registry } from 'prom-client';
 
 export interface ApiMetrics {
-  /** Labels method, route, status. */
-  requestDuration: BoundHistogram;
-  /** Labels endpoint, result (hit or miss). */
-  cacheLookups: BoundCounter;
+  requestDuration: Histogram<'method' | 'route' | 'status'>;
+  cacheLookups: Counter<'endpoint' | 'result'>;
   limitRejections: Counter<'policy'>;
 }
 
 export function createApiMetrics(registry: Registry): ApiMetrics {
   return {
-    requestDuration: new BoundHistogram({
+    requestDuration: new Histogram({
       name: 'blockfeed_http_request_duration_seconds',
       help: 'Time to answer an API request, by route and status',
+      labelNames: ['method', 'route', 'status'],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
-    cacheLookups: new BoundCounter({
+    cacheLookups: new Counter({
       name: 'blockfeed_response_cache_lookups_total',
       help: 'Response cache lookups by endpoint and result (hit or miss)',
+      labelNames: ['endpoint', 'result'],
       registers: [registry],
     }),
     limitRejections: new Counter({

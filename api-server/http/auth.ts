@@ -18,7 +18,7 @@ export interface Authenticator {
   forget(): void;
 }
 
-export interface AuthOptions {
+interface AuthOptions {
   pool: pg.Pool;
   tiers: Map<string, Quota>;
   keyCacheSeconds: number;
@@ -39,7 +39,7 @@ function unauthorized(variant: 'A' | 'B', detail: string): ProblemError {
 }
 
 /** The secret the request presents for its variant, '' for a malformed Authorization header, or undefined. */
-export function presentedSecret(req: FastifyRequest, variant: 'A' | 'B'): string | undefined {
+function presentedSecret(req: FastifyRequest, variant: 'A' | 'B'): string | undefined {
   if (variant === 'A') {
     const header = req.headers.authorization;
     if (header === undefined) return undefined;

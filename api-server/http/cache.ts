@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import type { BoundCounter } from './bound-metrics.ts';
+import type { Counter } from 'prom-client';
 
-export interface CachedBody {
+interface CachedBody {
   body: Buffer;
   /** Small bodies also as text: Node writes headers and a string body in one write, a Buffer in a writev. */
   text?: string;
@@ -29,7 +29,7 @@ export interface CacheLifetimes {
 }
 
 /** The spec's lifetimes (DESIGN.md): variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
-export const SPEC_LIFETIMES: Readonly<CacheLifetimes> = { variantA: 300, upTo24h: 1800, upTo72h: 3600, over72h: 7200, recent: 60 };
+const SPEC_LIFETIMES: Readonly<CacheLifetimes> = { variantA: 300, upTo24h: 1800, upTo72h: 3600, over72h: 7200, recent: 60 };
 
 /** `upTo24h=900,recent=30` (BLOCKFEED_CACHE_LIFETIMES) over the spec's values; the config schema checks the form. */
 export function parseCacheLifetimes(text: string): CacheLifetimes {
@@ -71,14 +71,14 @@ export function etagMatches(ifNoneMatch: string | undefined, etag: string): bool
 
 const SMALL_BODY_BYTES = 64 * 1024;
 
-export interface ResponseCacheOptions {
+interface ResponseCacheOptions {
   maxBytes: number;
-  lookups: BoundCounter;
+  lookups: Counter<'endpoint' | 'result'>;
 }
 
 export class ResponseCache {
   readonly #lru: LRUCache<string, CachedBody> | undefined;
-  readonly #lookups: BoundCounter;
+  readonly #lookups: Counter<'endpoint' | 'result'>;
   /** Largest body kept: a quarter of the cache, so one export cannot flush everything else. */
   readonly maxEntryBytes: number;
 
@@ -91,7 +91,6 @@ export class ResponseCache {
         : undefined;
   }
 
-  readonly #counters = new Map<string, () => void>();
   /** Raw URL → normalized cache key, so a repeated request skips normalizing its parameters. */
   readonly #normalized = new Map<string, string>();
 
@@ -117,13 +116,7 @@ export class ResponseCache {
   }
 
   countLookup(endpoint: string, hit: boolean): void {
-    const id = hit ? endpoint : `${endpoint} miss`;
-    let counter = this.#counters.get(id);
-    if (!counter) {
-      counter = this.#lookups.bind({ endpoint, result: hit ? 'hit' : 'miss' });
-      this.#counters.set(id, counter);
-    }
-    counter();
+    this.#lookups.inc({ endpoint, result: hit ? 'hit' : 'miss' });
   }
 
   get(endpoint: string, key: string): CachedBody | undefined {

@@ -10,7 +10,7 @@ import { sendBody, type ResponseCache } from './cache.ts';
 import type { Limiter } from './limits.ts';
 import type { ApiRouteConfig } from './route-config.ts';
 
-export interface GuardDeps {
+interface GuardDeps {
   auth: Authenticator;
   limiter: Limiter;
   cache: ResponseCache;
@@ -46,15 +46,8 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
     limiter.enforce(reply, caller, policy).then(() => next(), next);
   }
 
-  // One bound series per method and status, found without building a string per request.
-  const observers = new Map<string, Map<number, (seconds: number) => void>>();
-  const observe = (method: string, status: number, seconds: number) => {
-    let byStatus = observers.get(method);
-    if (!byStatus) observers.set(method, (byStatus = new Map<number, (seconds: number) => void>()));
-    let record = byStatus.get(status);
-    if (!record) byStatus.set(status, (record = metrics.requestDuration.bind({ method, route: url, status: String(status) })));
-    record(seconds);
-  };
+  const observe = (method: string, status: number, seconds: number) =>
+    metrics.requestDuration.labels({ method, route: url, status }).observe(seconds);
 
   return {
     /**

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 
-export interface HealthOptions {
+interface HealthOptions {
   pool: pg.Pool;
 }
 

@@ -25,23 +25,27 @@ export function policyFor(caller: Caller, route: ApiRouteConfig, clientAddress: 
   return { name: caller.key.tier, bucket: `quota:${caller.key.id}`, limit: q.calls, windowSeconds: 86_400 };
 }
 
-export interface Count {
+interface Count {
   hits: number;
   resetSeconds: number;
 }
 
-/** Counts one request in the policy's current fixed window (aligned to the epoch: minutes, UTC days). */
-export async function countHit(pool: pg.Pool, policy: Policy): Promise<Count> {
-  const { rows } = await pool.query<{ hits: number; reset: number }>(
-    `with w as (select to_timestamp(floor(extract(epoch from now()) / $2) * $2) as start)
-     insert into rate_counters (bucket, window_start, hits) select $1, w.start, 1 from w
+/**
+ * Counts one request in the policy's current fixed window (aligned to the epoch: minutes, UTC days). The
+ * window is the one `now` falls in; replicas agree on it as far as their clocks agree.
+ */
+async function countHit(pool: pg.Pool, policy: Policy, now: Date): Promise<Count> {
+  const windowMs = policy.windowSeconds * 1000;
+  const start = Math.floor(now.getTime() / windowMs) * windowMs;
+  const { rows } = await pool.query<{ hits: number }>(
+    `insert into rate_counters (bucket, window_start, hits) values ($1, $2, 1)
      on conflict (bucket, window_start) do update set hits = rate_counters.hits + 1
-     returning hits, ceil(extract(epoch from window_start) + $2 - extract(epoch from now()))::int as reset`,
-    [policy.bucket, policy.windowSeconds],
+     returning hits`,
+    [policy.bucket, new Date(start)],
   );
   const row = rows[0];
   if (!row) throw new Error('rate counter upsert returned no row');
-  return { hits: row.hits, resetSeconds: Math.max(1, row.reset) };
+  return { hits: row.hits, resetSeconds: Math.max(1, Math.ceil((start + windowMs - now.getTime()) / 1000)) };
 }
 
 export function policyHeader(p: Policy): string {
@@ -52,10 +56,12 @@ export function rateLimitHeader(p: Policy, c: Count): string {
   return `"${p.name}";r=${Math.max(0, p.limit - c.hits)};t=${c.resetSeconds}`;
 }
 
-export interface LimiterOptions {
+interface LimiterOptions {
   pool: pg.Pool;
   anonymousPerMinute: number;
   rejections: Counter<'policy'>;
+  /** The time windows are counted in (tests set it; a server uses the system clock). */
+  clock?: () => Date;
 }
 
 export interface Limiter {
@@ -65,11 +71,11 @@ export interface Limiter {
   enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void>;
 }
 
-export function createLimiter({ pool, anonymousPerMinute, rejections }: LimiterOptions): Limiter {
+export function createLimiter({ pool, anonymousPerMinute, rejections, clock = () => new Date() }: LimiterOptions): Limiter {
   const policy = (req: FastifyRequest, caller: Caller, route: ApiRouteConfig) => policyFor(caller, route, req.ip, anonymousPerMinute);
   return { policy, enforce };
   async function enforce(reply: FastifyReply, caller: Caller, policy: Policy): Promise<void> {
-    const count = await countHit(pool, policy);
+    const count = await countHit(pool, policy, clock());
     // On Node's response itself: every way of answering (fastify's send, or the cached-answer fast path
     // writing to Node directly, guard.ts) then carries the fields without copying them over.
     reply.raw.setHeader('ratelimit-policy', policyHeader(policy));

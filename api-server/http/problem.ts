@@ -1,10 +1,13 @@
 // RFC 9457 problem details for every error the API answers: 400 (naming each bad parameter and what it
 // allows), 401, 403, 404, 429 and 503 (both with Retry-After), 500 without internals.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaCompiler } from 'fastify';
-import type { TObject } from 'typebox';
-import { parseQuery, type ParamProblem } from './params.ts';
+import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { Value } from 'typebox/value';
+import { describeAllowed, type JsonSchemaLike } from '../../common/schema-text.ts';
+import { parseQuery, type ParamProblem } from './validate-query.ts';
 
-export interface ProblemInit {
+interface ProblemInit {
   status: number;
   title: string;
   detail: string;
@@ -26,7 +29,7 @@ export class ProblemError extends Error {
   }
 }
 
-export function badParameters(problems: ParamProblem[]): ProblemError {
+function badParameters(problems: ParamProblem[]): ProblemError {
   const names = problems.map((p) => p.name).join(', ');
   return new ProblemError({
     status: 400,
@@ -37,17 +40,46 @@ export function badParameters(problems: ParamProblem[]): ProblemError {
   });
 }
 
-/** Query strings are checked by params.ts (every problem at once, with allowed values), not by ajv. */
-export const queryValidatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  if (httpPart !== 'querystring') return () => ({ value: undefined });
+/**
+ * Validates every part a route declares a schema for. Query strings go through validate-query.ts (every
+ * problem at once, each with what the parameter allows); bodies, path parameters and headers through
+ * TypeBox's compiled checker. Either way a failure is a problem+json 400 naming what was wrong.
+ */
+const validatorCompiler: FastifySchemaCompiler<TSchema> = (route) => {
+  if (route.httpPart === 'querystring') {
+    const schema = route.schema as { properties: Record<string, TSchema> };
+    return (data: unknown) => {
+      const result = parseQuery(schema, data as Record<string, unknown>);
+      return result.ok ? { value: result.value } : { error: badParameters(result.problems) };
+    };
+  }
+  const check = Compile(route.schema);
+  const part = route.httpPart ?? 'request';
   return (data: unknown) => {
-    const result = parseQuery(schema as TObject, data as Record<string, unknown>);
-    return result.ok ? { value: result.value } : { error: badParameters(result.problems) };
+    const value = part === 'body' ? data : Value.Convert(route.schema, data);
+    if (check.Check(value)) return { value };
+    const problems = check.Errors(value).map((e) => ({ name: `${part}${e.instancePath}`, reason: e.message, allowed: describeAllowed(schemaAt(route.schema, e.schemaPath)) }));
+    return {
+      error: new ProblemError({
+        status: 400,
+        slug: 'invalid-request',
+        title: `Invalid request ${part}`,
+        detail: problems.map((p) => `${p.name}: ${p.reason}`).join('; '),
+        errors: problems,
+      }),
+    };
   };
 };
 
+/** The subschema a JSON pointer such as `#/properties/name` names. */
+function schemaAt(schema: TSchema, pointer: string): JsonSchemaLike {
+  let at: unknown = schema;
+  for (const step of pointer.replace(/^#\/?/, '').split('/').filter(Boolean)) at = (at as Record<string, unknown> | undefined)?.[decodeURIComponent(step)];
+  return (at ?? {});
+}
+
 /** Errors of the store being unreachable (connection refused, shutting down, too many clients, ...). */
-export function isStoreUnavailable(err: unknown): boolean {
+function isStoreUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (typeof e.code === 'string') {
     if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300'].includes(e.code)) return true;
@@ -56,7 +88,7 @@ export function isStoreUnavailable(err: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
 }
 
-export function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
+function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
   // Headers a success path may have set already do not describe a problem.
   for (const h of ['etag', 'last-modified', 'age', 'content-disposition', 'x-blocklist-truncated']) reply.removeHeader(h);
   reply.code(p.status).type('application/problem+json').header('cache-control', 'no-store');
@@ -76,7 +108,7 @@ export function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
 
 /** Installs the error and not-found handlers of the API's context. */
 export function installProblemHandlers(app: FastifyInstance): void {
-  app.setValidatorCompiler(queryValidatorCompiler);
+  app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof ProblemError) return sendProblem(reply, err.problem);
     if (isStoreUnavailable(err)) {

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
-import type { ListFilter } from '../query/filters.ts';
+import type { ListFilter } from '../query/list-sql.ts';
 import { streamList } from '../query/stream.ts';
 import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
 import { visibility, type RouteGuard } from './guard.ts';
@@ -21,13 +21,13 @@ export interface ResponderDeps {
   guard(route: ApiRouteConfig, url: string): RouteGuard;
 }
 
-export const CONTENT_TYPES: Record<Format, string> = {
+const CONTENT_TYPES: Record<Format, string> = {
   txt: 'text/plain; charset=utf-8',
   csv: 'text/csv; charset=utf-8; header=present',
   json: 'application/json; charset=utf-8',
 };
 
-export function downloadName(endpoint: string, hours: number, at: Date, format: Format): string {
+function downloadName(endpoint: string, hours: number, at: Date, format: Format): string {
   return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
 }
 
@@ -38,7 +38,7 @@ function keyOf(cache: ResponseCache, route: ApiRouteConfig, req: FastifyRequest)
   return cache.normalizedKey(req.url, remember, () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
 }
 
-export interface ListRequest {
+interface ListRequest {
   filter: (now: Date) => ListFilter;
   format: Format;
   hours: number;

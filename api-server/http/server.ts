@@ -9,9 +9,9 @@ import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 import { loadConfig, type Config } from '../../common/config.ts';
-import { blocklistApi } from './api.ts';
+import { blocklistApi } from './blocklist-api.ts';
 
-export interface ServerDeps {
+interface ServerDeps {
   db: Database;
   log: Logger;
   registry: Registry;
@@ -19,9 +19,11 @@ export interface ServerDeps {
   config?: Config;
   /** Enables POST /internal/v1/events (sensors pushing logs) with this bearer token. */
   ingestToken?: string;
+  /** The clock rate limits and quotas count by (default: the system clock). */
+  clock?: () => Date;
 }
 
-export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken, clock }: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -43,6 +45,6 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
   if (ingestToken) await app.register(ingestRoute, { pool: db.pool, token: ingestToken });
-  await app.register(blocklistApi, { pool: db.pool, log, registry, config });
+  await app.register(blocklistApi, { pool: db.pool, log, registry, config, clock });
   return app;
 }

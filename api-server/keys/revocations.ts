@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { REVOCATION_CHANNEL } from './store.ts';
 
-export interface RevocationListener {
+interface RevocationListener {
   /** Settles once the first attempt to LISTEN has finished, so a server is not ready before it listens. */
   ready: Promise<void>;
   close(): Promise<void>;

@@ -4,7 +4,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const KEY_PATTERN = /^bf_([a-z0-9]{8})_([A-Za-z0-9_-]{32})$/;
 
-export interface NewKey {
+interface NewKey {
   key: string;
   prefix: string;
   hash: Buffer;
@@ -16,7 +16,7 @@ export function generateKey(): NewKey {
   return { key, prefix, hash: hashKey(key) };
 }
 
-export function hashKey(key: string): Buffer {
+function hashKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 

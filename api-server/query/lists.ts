@@ -1,13 +1,13 @@
 // What each list endpoint selects, as a ListFilter (pure). See DESIGN.md "HTTP contract":
 // research scanners only when named or with include_research=1; dedup merges scan sources unless include_scan=0.
-import type { DedupQuery, ExportQuery, ScanExportQuery } from '../../common/api-params.ts';
-import type { ListFilter } from './filters.ts';
+import type { FilterQuery } from '../../common/list-filters.ts';
+import type { ListFilter } from './list-sql.ts';
 
-export function windowStart(now: Date, hours: number): Date {
+function windowStart(now: Date, hours: number): Date {
   return new Date(now.getTime() - hours * 3_600_000);
 }
 
-export function dedupFilter(q: Pick<DedupQuery, 'hours'> & Partial<Pick<DedupQuery, 'include_scan' | 'include_research'>>, now: Date): ListFilter {
+export function dedupFilter(q: Pick<FilterQuery<'dedup'>, 'hours'> & Partial<FilterQuery<'dedup'>>, now: Date): ListFilter {
   return {
     since: windowStart(now, q.hours),
     basis: (q.include_scan ?? 1) === 1 ? 'any' : 'honeypot',
@@ -15,7 +15,7 @@ export function dedupFilter(q: Pick<DedupQuery, 'hours'> & Partial<Pick<DedupQue
   };
 }
 
-export function exportFilter(q: ExportQuery, now: Date): ListFilter {
+export function exportFilter(q: FilterQuery<'export'>, now: Date): ListFilter {
   return {
     since: windowStart(now, q.hours),
     basis: q.source === 'all' ? 'any' : q.source,
@@ -30,7 +30,7 @@ export function exportFilter(q: ExportQuery, now: Date): ListFilter {
   };
 }
 
-export function scanExportFilter(q: ScanExportQuery, now: Date): ListFilter {
+export function scanExportFilter(q: FilterQuery<'scan-export'>, now: Date): ListFilter {
   return {
     since: windowStart(now, q.hours),
     basis: 'telescope',

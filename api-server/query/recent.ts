@@ -1,6 +1,6 @@
 // The most recent raw events (newest first). Research mapping platforms are left out as on every endpoint.
 import type pg from 'pg';
-import type { RecentEvent } from '../formats/recent.ts';
+import type { RecentEvent } from '../render/recent.ts';
 
 /** Raw events are kept 30 days + margin; looking further back would only scan dropped partitions' absence. */
 const LOOKBACK_DAYS = 32;

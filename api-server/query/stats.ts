@@ -1,9 +1,9 @@
 // Platform statistics over a window: totals and top countries from ip_hourly, top ports from events (the
 // rollup keeps ports per address-hour, not attacks per port).
 import type pg from 'pg';
-import { timestampLiteral } from './filters.ts';
+import { timestampLiteral } from './list-sql.ts';
 
-export interface StatsDocument {
+interface StatsDocument {
   generated_at: string;
   window_hours: number;
   total_attacks: number;
@@ -14,7 +14,7 @@ export interface StatsDocument {
 
 const TOP = 10;
 
-export function statsSql(since: Date): string {
+function statsSql(since: Date): string {
   const w = timestampLiteral(since);
   return `with h as (
       select ip, sum(attacks)::bigint as attacks from ip_hourly

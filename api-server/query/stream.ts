@@ -7,8 +7,8 @@ import QueryStream from 'pg-query-stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
-import { csvHeader, csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord, type ListEnvelope } from '../formats/records.ts';
-import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './filters.ts';
+import { csvHeader, csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord, type ListEnvelope } from '../render/records.ts';
+import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './list-sql.ts';
 
 /** Chunk size handed to the socket when formatting records in JavaScript. */
 const FLUSH_BYTES = 64 * 1024;
@@ -44,7 +44,7 @@ function recordFormatter(format: 'csv' | 'json', envelope: ListEnvelope): Transf
   });
 }
 
-export interface ListStreamOptions {
+interface ListStreamOptions {
   pool: pg.Pool;
   log: Logger;
   filter: ListFilter;
@@ -57,7 +57,7 @@ export interface ListStreamOptions {
   count: boolean;
 }
 
-export interface ListStream {
+interface ListStream {
   body: Readable;
   /** Records in the body (known when counted). */
   count?: number;

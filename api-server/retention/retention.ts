@@ -9,14 +9,14 @@ export const RETENTION_DAYS = 30;
 export const MARGIN_DAYS = 2;
 const DAY = 86_400_000;
 
-export interface RetentionResult {
+interface RetentionResult {
   cutoff: Date;
   droppedPartitions: number;
   removedAddresses: number;
 }
 
 /** The instant before which data is dropped. Partitions whose day ends at or before it go. */
-export function retentionCutoff(now: Date): Date {
+function retentionCutoff(now: Date): Date {
   return new Date(now.getTime() - (RETENTION_DAYS + MARGIN_DAYS) * DAY);
 }
 

@@ -1,8 +1,8 @@
 // BlocklistSubscription v1alpha1: the one source of truth for the CRD's OpenAPI schema (crds/ is generated from
-// it by generate-crd.ts) and for the controller's TypeScript types. Enums and ranges come from the shared filter
-// vocabulary so the CRD accepts exactly what the api-server accepts.
+// it by generate-crd.ts) and for the controller's TypeScript types. The feed's filters come from the table of
+// list filters the api-server validates with, so the CRD accepts exactly what the api-server accepts.
 import Type, { type Static, type TSchema } from 'typebox';
-import { ISPS, LEVELS, LIMITS, NETS, PRECISIONS, PROVINCES, PROVINCE_SHORT_NAMES, SERVICES, SOURCES, TYPES } from '../../common/vocabulary.ts';
+import { FILTER_NAMES, LIST_ENDPOINTS, LIST_FILTERS, MAX_HOURS, filtersOf, type FilterName, type FilterSetting, type FilterSpec } from '../../common/list-filters.ts';
 
 export const GROUP = 'blockfeed.dev';
 export const VERSION = 'v1alpha1';
@@ -46,66 +46,46 @@ const LabelSelector = (description: string) =>
     { description: `${description}; an empty selector selects everything` },
   );
 
-// Which filters each endpoint understands (spec §4, DESIGN.md "HTTP contract"). The CEL rules below refuse the
-// rest so a typo'd subscription fails at `kubectl apply`, not at 3 a.m.
-export const ENDPOINTS = ['dedup', 'export', 'scan-export'] as const;
-export type Endpoint = (typeof ENDPOINTS)[number];
-
-export const FILTERS_BY_ENDPOINT: Readonly<Record<Endpoint, readonly string[]>> = {
-  dedup: ['hours', 'includeScan'],
-  export: ['type', 'source', 'service', 'level', 'precision', 'hours', 'net', 'isp', 'province', 'includeResearch'],
-  'scan-export': ['level', 'hours', 'includeResearch'],
-};
-
-const MAX_HOURS_BY_ENDPOINT: Readonly<Record<Endpoint, number>> = {
-  dedup: LIMITS.dedupMaxHours,
-  export: LIMITS.exportMaxHours,
-  'scan-export': LIMITS.exportMaxHours,
-};
-
-const ALL_FILTERS = [...new Set(Object.values(FILTERS_BY_ENDPOINT).flat())];
-
+// The filters come from the one table of list filters (common/list-filters.ts): the same names, values and
+// endpoints as the api-server's query schemas. CEL rules refuse a filter its endpoint does not take and a
+// window wider than it serves, so a typo'd subscription fails at `kubectl apply`, not at 3 a.m.
 function filterRules(): CelRule[] {
   const rules: CelRule[] = [];
-  for (const endpoint of ENDPOINTS) {
-    const allowed = FILTERS_BY_ENDPOINT[endpoint];
-    const forbidden = ALL_FILTERS.filter((f) => !allowed.includes(f));
+  for (const endpoint of LIST_ENDPOINTS) {
+    const taken = filtersOf(endpoint);
+    const others = FILTER_NAMES.filter((f) => !taken.includes(f));
     rules.push({
-      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !(${forbidden.map((f) => `has(self.filters.${f})`).join(' || ')})`,
-      message: `endpoint ${endpoint} accepts only the filters: ${allowed.join(', ')}`,
+      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !(${others.map((f) => `has(self.filters.${f})`).join(' || ')})`,
+      message: `endpoint ${endpoint} accepts only the filters: ${taken.join(', ')}`,
       fieldPath: '.filters',
       reason: 'FieldValueForbidden',
     });
     rules.push({
-      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !has(self.filters.hours) || self.filters.hours <= ${MAX_HOURS_BY_ENDPOINT[endpoint]}`,
-      message: `hours on endpoint ${endpoint} must be at most ${MAX_HOURS_BY_ENDPOINT[endpoint]}`,
+      rule: `self.endpoint != '${endpoint}' || !has(self.filters) || !has(self.filters.hours) || self.filters.hours <= ${MAX_HOURS[endpoint]}`,
+      message: `hours on endpoint ${endpoint} must be at most ${MAX_HOURS[endpoint]}`,
       fieldPath: '.filters.hours',
     });
   }
   return rules;
 }
 
-const Filters = Type.Object(
-  {
-    type: Type.Optional(StringEnum(['all', ...TYPES] as const, { description: 'address type (export); research scanners only when named' })),
-    source: Type.Optional(StringEnum(['all', ...SOURCES] as const, { description: 'observation source (export): honeypot deep capture, telescope scan sources, or all' })),
-    service: Type.Optional(StringEnum(['all', ...SERVICES] as const, { description: 'attacked service (export)' })),
-    level: Type.Optional(StringEnum(['all', ...LEVELS] as const, { description: 'danger level, meaning this level or worse (export, scan-export)' })),
-    precision: Type.Optional(StringEnum(PRECISIONS, { description: 'high = confirmed by at least two independent sensors (export)' })),
-    hours: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: LIMITS.exportMaxHours, description: 'time window in hours: 1-168 on dedup, 1-720 on export and scan-export' }),
-    ),
-    net: Type.Optional(StringEnum(NETS, { description: 'source network type (export): idc = data-centre and cloud' })),
-    isp: Type.Optional(StringEnum(ISPS, { description: 'carrier (export): 电信 China Telecom, 联通 China Unicom, 移动 China Mobile' })),
-    province: Type.Optional(
-      StringEnum([...new Set([...PROVINCES, ...PROVINCE_SHORT_NAMES])] as readonly string[], {
-        description: 'province of China by its Chinese name, with or without suffix (export)',
-      }),
-    ),
-    includeResearch: Type.Optional(Type.Boolean({ description: 'include research mapping platforms (export, scan-export); sent as include_research=1' })),
-    includeScan: Type.Optional(Type.Boolean({ description: 'merge the active scan sources into dedup (the api-server default is true); sent as include_scan' })),
-  },
-  { description: 'query parameters of the endpoint; each endpoint accepts only its own (see the CEL rules)' },
+/** A filter as the CRD holds it: closed sets as string enums, the window as an integer, switches as booleans. */
+function crdFilter(filter: FilterSpec): TSchema {
+  const description = `${filter.description}; endpoints: ${filter.endpoints.join(', ')}`;
+  switch (filter.values.kind) {
+    case 'choice':
+      return StringEnum(filter.values.values, { description });
+    case 'hours':
+      return Type.Integer({ minimum: 1, maximum: Math.max(...Object.values(MAX_HOURS)), description });
+    case 'switch':
+      return Type.Boolean({ description: `${description}; sent as ${filter.param}=1 or 0` });
+  }
+}
+
+const Filters = Type.Unsafe<Partial<Record<FilterName, FilterSetting>>>(
+  Type.Object(Object.fromEntries(FILTER_NAMES.map((name) => [name, Type.Optional(crdFilter(LIST_FILTERS[name]))])), {
+    description: 'query parameters of the endpoint; each endpoint accepts only its own (see the CEL rules)',
+  }),
 );
 
 const Feed = Type.Object(
@@ -115,7 +95,7 @@ const Feed = Type.Object(
       maxLength: 2048,
       description: 'base URL of a blockfeed api-server (or a compatible feed), e.g. http://blockfeed-api.blockfeed.svc:8080',
     }),
-    endpoint: StringEnum(ENDPOINTS, { description: 'which list to pull: /api/dedup, /api/export or /api/scan-export', default: 'export' }),
+    endpoint: StringEnum(LIST_ENDPOINTS, { description: 'which list to pull: /api/dedup, /api/export or /api/scan-export', default: 'export' }),
     filters: Type.Optional(Filters),
     credentials: Type.Optional(
       Type.Object(

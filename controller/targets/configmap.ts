@@ -1,7 +1,7 @@
 // ConfigMap target: the list in file formats for other tools (txt, nginx, ipset, nftables), in the
 // subscription's namespace, cut into shards below the 1 MiB object limit: <name>, <name>-1, <name>-2, ...
 import type { BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
-import { FORMAT_KEYS, planShards, render } from '../formats.ts';
+import { FORMAT_KEYS, planShards, render } from '../firewall-files.ts';
 import {
   CONTENT_HASH_ANNOTATION,
   SUBSCRIPTION_ANNOTATION,
@@ -21,10 +21,10 @@ import type { TargetContext, TargetOutcome } from './types.ts';
 
 type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['configMap']>;
 
-export const TARGET_LABEL = 'blockfeed.dev/configmap';
-export const SHARD_LABEL = 'blockfeed.dev/shard';
+const TARGET_LABEL = 'blockfeed.dev/configmap';
+const SHARD_LABEL = 'blockfeed.dev/shard';
 
-export const shardName = (name: string, index: number) => (index === 0 ? name : `${name}-${index}`);
+const shardName = (name: string, index: number) => (index === 0 ? name : `${name}-${index}`);
 
 export async function applyConfigMaps(ctx: TargetContext, target: Target, shardBudget?: number): Promise<TargetOutcome> {
   const { apis, sub, list } = ctx;

@@ -10,11 +10,11 @@ import type { TargetContext, TargetOutcome } from './types.ts';
 type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['ingressNginx']>;
 
 export const DENYLIST_ANNOTATION = 'nginx.ingress.kubernetes.io/denylist-source-range';
-export const DENYLIST_KEY = 'denylist-source-range';
+const DENYLIST_KEY = 'denylist-source-range';
 /** Kubernetes refuses an object whose annotations total more than 256 KiB. */
-export const ANNOTATION_BUDGET = 256 * 1024;
+const ANNOTATION_BUDGET = 256 * 1024;
 
-export function recordAnnotation(sub: Pick<BlocklistSubscription, 'metadata'>): string {
+function recordAnnotation(sub: Pick<BlocklistSubscription, 'metadata'>): string {
   return `blockfeed.dev/denylist.${subscriptionKey(sub)}`;
 }
 

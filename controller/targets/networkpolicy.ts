@@ -25,7 +25,7 @@ import type { AppliedList, TargetContext, TargetOutcome } from './types.ts';
 type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['networkPolicy']>;
 
 /** etcd's default request limit is 1.5 MiB; stay well below it so the object is always storable. */
-export const NETWORK_POLICY_BUDGET = 1024 * 1024;
+const NETWORK_POLICY_BUDGET = 1024 * 1024;
 
 export function policySpec(target: Target, list: AppliedList): V1NetworkPolicy['spec'] {
   const peers: V1NetworkPolicyPeer[] = [
@@ -43,7 +43,7 @@ export function policySpec(target: Target, list: AppliedList): V1NetworkPolicy['
 }
 
 /** The spec as the apiserver spells it (client-node's types call `from` `_from`), serialised once. */
-export function policySpecJson(spec: V1NetworkPolicy['spec']): string {
+function policySpecJson(spec: V1NetworkPolicy['spec']): string {
   return JSON.stringify(spec, (_key, value: unknown) => {
     if (value && typeof value === 'object' && '_from' in value) {
       const { _from, ...rest } = value;

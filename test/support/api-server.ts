@@ -14,13 +14,13 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startApi(databaseUrl: string, overrides: Partial<Config> = {}): Promise<TestApi> {
+export async function startApi(databaseUrl: string, overrides: Partial<Config> = {}, options: { clock?: () => Date } = {}): Promise<TestApi> {
   const config = loadConfig({ env: {}, overrides: { databaseUrl, logLevel: 'info', ...overrides } });
   let captured = '';
   const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => ((captured += chunk.toString()), cb()) });
   const log = createLogger({ level: config.logLevel, destination: sink });
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-test-api' });
-  const app = await buildServer({ db, log, config, registry: createRegistry() });
+  const app = await buildServer({ db, log, config, registry: createRegistry(), clock: options.clock });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -5,7 +5,7 @@ import { createLogger } from '../../../common/logging.ts';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { exportFilter } from '../../../api-server/query/lists.ts';
 import { streamList } from '../../../api-server/query/stream.ts';
-import type { ExportQuery } from '../../../common/api-params.ts';
+import type { ExportQuery } from '../../../api-server/http/endpoint-params.ts';
 import { generateAddresses } from '../../support/attack-fixtures.ts';
 import type { TestApi } from '../../support/api-server.ts';
 import type { TestDatabase } from '../../support/db.ts';

@@ -1,10 +1,10 @@
 // Every endpoint, every parameter (accepted and rejected values), every format, against real data in a real
 // PostgreSQL through a real socket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TObject, TSchema } from 'typebox';
-import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../common/api-params.ts';
+import type { TSchema } from 'typebox';
+import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../api-server/http/endpoint-params.ts';
 import { allowedValues, describeAllowed, type JsonSchemaLike } from '../../../common/schema-text.ts';
-import { RECORD_FIELDS } from '../../../api-server/formats/records.ts';
+import { RECORD_FIELDS } from '../../../api-server/render/records.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';
 import type { TestDatabase } from '../../support/db.ts';
 import { getWithKey, startFixtureApi, stopFixtureApi } from './fixture-set.ts';
@@ -162,7 +162,7 @@ describe('stats and recent', () => {
   });
 });
 
-const ENDPOINTS: [string, TObject][] = [
+const ENDPOINTS: [string, { properties: Record<string, TSchema> }][] = [
   ['/api/dedup', DedupParams],
   ['/api/export', ExportParams],
   ['/api/scan-export', ScanExportParams],
@@ -173,8 +173,8 @@ const ENDPOINTS: [string, TObject][] = [
   ['/api/honeypot/recent', HoneypotRecentParams],
 ];
 
-function properties(schema: TObject): [string, JsonSchemaLike][] {
-  return Object.entries(schema.properties as Record<string, TSchema>)
+function properties(schema: { properties: Record<string, TSchema> }): [string, JsonSchemaLike][] {
+  return Object.entries(schema.properties)
     .filter(([name]) => name !== 'key')
     .map(([name, s]) => [name, s as unknown as JsonSchemaLike]);
 }

@@ -151,7 +151,7 @@ describe('CRD validation (CEL)', () => {
   it('refuses schedule with interval, a short interval, foreign filters, too many hours, two kinds in a target', async () => {
     await refuse('both', { ...base(), schedule: '0 4 * * *', interval: '6h' }, /schedule or interval, not both/);
     await refuse('short', { ...base(), interval: '1m' }, /at least 5m/);
-    await refuse('foreign', { ...base(), feed: { url: feed.url, endpoint: 'dedup', filters: { service: 'ssh' } } }, /endpoint dedup accepts only the filters: hours, includeScan/);
+    await refuse('foreign', { ...base(), feed: { url: feed.url, endpoint: 'dedup', filters: { service: 'ssh' } } }, /endpoint dedup accepts only the filters: hours, includeResearch, includeScan/);
     await refuse('hours', { ...base(), feed: { url: feed.url, endpoint: 'dedup', filters: { hours: 200 } } }, /at most 168/);
     await refuse('level', { ...base(), feed: { url: feed.url, endpoint: 'export', filters: { level: 'extreme' } } }, /Unsupported value.{0,4}extreme/);
     await refuse('two', { ...base(), targets: [{ configMap: { name: 'x', formats: ['txt'] }, networkPolicy: { namespaceSelector: {} } }] }, /exactly one of networkPolicy, ingressNginx, configMap/);

@@ -1,14 +1,14 @@
 // Pure parts of the blocklist API: parameter parsing, formats, cache keys and lifetimes, limit policies, keys.
 import { describe, expect, it } from 'vitest';
-import { ExportParams, RecentParams } from '../../../common/api-params.ts';
-import { csvCell } from '../../../api-server/formats/csv.ts';
-import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '../../../api-server/formats/records.ts';
-import { parseQuery } from '../../../api-server/http/params.ts';
+import { ExportParams, RecentParams } from '../../../api-server/http/endpoint-params.ts';
+import { csvCell } from '../../../api-server/render/csv.ts';
+import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '../../../api-server/render/records.ts';
+import { parseQuery } from '../../../api-server/http/validate-query.ts';
 import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
 import { generateKey, keyMatches, keyPrefix, revocationTarget } from '../../../api-server/keys/secret.ts';
 import { parseTierQuotas } from '../../../api-server/keys/tiers.ts';
-import { whereSql } from '../../../api-server/query/filters.ts';
+import { whereSql } from '../../../api-server/query/list-sql.ts';
 
 describe('parseQuery', () => {
   it('coerces, applies defaults and keeps enum values typed', () => {

@@ -1,6 +1,6 @@
 // RFC 4180 cells: quoted only when they contain a delimiter, a quote or a line break; lists joined by `;`.
 
-export type CellValue = string | number | boolean | null | undefined | readonly (string | number)[];
+type CellValue = string | number | boolean | null | undefined | readonly (string | number)[];
 
 export function csvCell(value: CellValue): string {
   if (value === null || value === undefined) return '';

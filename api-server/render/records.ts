@@ -28,10 +28,6 @@ export const RECORD_FIELDS = [
   'sources', 'services', 'ports', 'country', 'province', 'isp', 'net', 'asn',
 ] as const satisfies readonly (keyof AddressRecord)[];
 
-export function txtLine(ip: string): string {
-  return `${ip}\n`;
-}
-
 export function csvHeader(): string {
   return csvLine(RECORD_FIELDS);
 }

@@ -1,7 +1,7 @@
-// Query-string validation against the flat endpoint schemas of common/api-params.ts. Pure. Every problem is
+// Query-string validation against the flat endpoint schemas of endpoint-params.ts. Pure. Every problem is
 // reported (not only the first), each naming the parameter, why, and what it allows, in the wording of
 // common/schema-text.ts.
-import type { TObject, TSchema } from 'typebox';
+import type { TSchema } from 'typebox';
 import { describeAllowed, allowedValues, type JsonSchemaLike } from '../../common/schema-text.ts';
 
 export interface ParamProblem {
@@ -10,7 +10,7 @@ export interface ParamProblem {
   allowed: string;
 }
 
-export type ParseResult = { ok: true; value: Record<string, unknown> } | { ok: false, problems: ParamProblem[] };
+type ParseResult = { ok: true; value: Record<string, unknown> } | { ok: false, problems: ParamProblem[] };
 
 interface ParamSchema extends JsonSchemaLike {
   default?: unknown;
@@ -58,8 +58,8 @@ function parseOne(name: string, raw: string, schema: ParamSchema): { value: unkn
 }
 
 /** Validates and coerces a parsed query string; applies the schema's defaults. */
-export function parseQuery(schema: TObject, query: Record<string, unknown> | null | undefined): ParseResult {
-  const properties = schema.properties as Record<string, TSchema & ParamSchema>;
+export function parseQuery(schema: { properties: Record<string, TSchema> }, query: Record<string, unknown> | null | undefined): ParseResult {
+  const properties = schema.properties as Record<string, ParamSchema>;
   const problems: ParamProblem[] = [];
   const value: Record<string, unknown> = {};
   for (const [name, raw] of Object.entries(query ?? {})) {

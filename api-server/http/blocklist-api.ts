@@ -16,24 +16,26 @@ import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
 import { installProblemHandlers } from './problem.ts';
 import type { ResponderDeps } from './respond.ts';
-import { variantARoutes } from './variant-a.ts';
-import { variantBRoutes } from './variant-b.ts';
+import { variantARoutes } from './honeypot-routes.ts';
+import { variantBRoutes } from './api-key-routes.ts';
 
-export interface ApiOptions {
+interface ApiOptions {
   pool: pg.Pool;
   log: Logger;
   registry: Registry;
   config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds'>;
+  /** The clock rate limits and quotas count by (default: the system clock). */
+  clock?: () => Date;
 }
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config }: ApiOptions): Promise<void> {
+export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config, clock }: ApiOptions): Promise<void> {
   installProblemHandlers(app);
   const metrics = createApiMetrics(registry);
   const cache = new ResponseCache({ maxBytes: config.cacheMaxBytes, lookups: metrics.cacheLookups });
   const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
-  const limiter = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections });
+  const limiter = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections, clock });
 
   const guard: ResponderDeps['guard'] = (route, url) => routeGuard({ auth, limiter, cache, metrics }, route, url);
 

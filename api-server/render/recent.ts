@@ -12,12 +12,6 @@ export interface RecentEvent {
   command?: string | null;
 }
 
-export interface RecentDocument {
-  generated_at: string;
-  count: number;
-  data: RecentEvent[];
-}
-
 export function formatRecent(events: RecentEvent[], format: Format, withCommand: boolean, generatedAt: string): string {
   const fields = withCommand
     ? (['ts', 'ip', 'country', 'port', 'service', 'source', 'command'] as const)

@@ -1,8 +1,9 @@
-// Variant B (API key): /api/dedup, /api/export, /api/scan-export need a subscription key (X-API-Key or
-// key=); /api/stats and /api/recent are public. Parameters: common/api-params.ts.
+// The spec's variant B: GET /api/dedup, /api/export and /api/scan-export need a subscription API key
+// (X-API-Key, or key=); /api/stats and /api/recent are public. Parameters: endpoint-params.ts.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { DedupParams, ExportParams, RecentParams, ScanExportParams, StatsParams, type DedupQuery, type ExportQuery, type RecentQuery, type ScanExportQuery, type StatsQuery } from '../../common/api-params.ts';
-import { formatRecent } from '../formats/recent.ts';
+import { DedupParams, ExportParams, RecentParams, ScanExportParams, StatsParams } from './endpoint-params.ts';
+import { formatRecent } from '../render/recent.ts';
 import { dedupFilter, exportFilter, scanExportFilter } from '../query/lists.ts';
 import { queryRecent } from '../query/recent.ts';
 import { queryStats } from '../query/stats.ts';
@@ -18,12 +19,13 @@ const SCAN_EXPORT: ApiRouteConfig = { variant: 'B', access: 'key', endpoint: 'sc
 const STATS: ApiRouteConfig = { variant: 'B', access: 'public', endpoint: 'stats' };
 const RECENT: ApiRouteConfig = { variant: 'B', access: 'public', endpoint: 'recent' };
 
-export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps): Promise<void> {
+export async function variantBRoutes(fastify: FastifyInstance, deps: ResponderDeps): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/api/dedup', {
     ...deps.guard(DEDUP, '/api/dedup'),
     schema: { tags: ['variant B'], summary: 'Basic blocklist deduplicated by address; active scan sources merged unless include_scan=0', querystring: DedupParams, security: KEY_SECURITY },
   }, async (req, reply) => {
-    const q = req.query as DedupQuery;
+    const q = req.query;
     return respondList(deps, DEDUP, req, reply, { filter: (now) => dedupFilter(q, now), format: q.format, hours: q.hours, download: q.download, truncates: false });
   });
 
@@ -31,7 +33,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
     ...deps.guard(EXPORT, '/api/export'),
     schema: { tags: ['variant B'], summary: 'Classified export (at most 1,000,000 records: the most severe and most recent)', querystring: ExportParams, security: KEY_SECURITY },
   }, async (req, reply) => {
-    const q = req.query as ExportQuery;
+    const q = req.query;
     return respondList(deps, EXPORT, req, reply, { filter: (now) => exportFilter(q, now), format: q.format, hours: q.hours, download: q.download, truncates: true });
   });
 
@@ -39,7 +41,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
     ...deps.guard(SCAN_EXPORT, '/api/scan-export'),
     schema: { tags: ['variant B'], summary: 'Active scan sources (research mapping platforms only with include_research=1)', querystring: ScanExportParams, security: KEY_SECURITY },
   }, async (req, reply) => {
-    const q = req.query as ScanExportQuery;
+    const q = req.query;
     return respondList(deps, SCAN_EXPORT, req, reply, { filter: (now) => scanExportFilter(q, now), format: q.format, hours: q.hours, download: q.download, truncates: false });
   });
 
@@ -47,7 +49,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
     ...deps.guard(STATS, '/api/stats'),
     schema: { tags: ['variant B'], summary: 'Total attacks, unique addresses, top countries and ports (public: 5 requests/minute without a key)', querystring: StatsParams, security: OPTIONAL_KEY },
   }, (req, reply) => {
-    const q = req.query as StatsQuery;
+    const q = req.query;
     return respondDocument(deps, STATS, req, reply, { hours: q.hours, format: 'json', produce: async (now) => `${JSON.stringify(await queryStats(deps.pool, now, q.hours))}\n` });
   });
 
@@ -55,7 +57,7 @@ export async function variantBRoutes(app: FastifyInstance, deps: ResponderDeps):
     ...deps.guard(RECENT, '/api/recent'),
     schema: { tags: ['variant B'], summary: 'Most recent attack events (public: 5 requests/minute without a key)', querystring: RecentParams, security: OPTIONAL_KEY },
   }, (req, reply) => {
-    const q = req.query as RecentQuery;
+    const q = req.query;
     return respondDocument(deps, RECENT, req, reply, {
       format: q.format,
       produce: async (now) => formatRecent(await queryRecent(deps.pool, q.limit), q.format, false, now.toISOString()),

@@ -22,7 +22,7 @@ export interface ListFilter {
   includeResearch: boolean;
 }
 
-export function quoteLiteral(value: string): string {
+function quoteLiteral(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
@@ -31,10 +31,10 @@ export function timestampLiteral(at: Date): string {
 }
 
 /** A Postgres text[] literal of the service names, indexed like addresses.service_last. */
-export const SERVICE_ARRAY_SQL = `array[${SERVICES.map(quoteLiteral).join(',')}]::text[]`;
+const SERVICE_ARRAY_SQL = `array[${SERVICES.map(quoteLiteral).join(',')}]::text[]`;
 
 /** 3 = critical, 2 = high, 1 = medium, within the window starting at `w` (a SQL expression). */
-export function severitySql(w: string): string {
+function severitySql(w: string): string {
   return `case when a.last_critical >= ${w} then 3
     when a.last_high >= ${w} or (select count(*) from unnest(a.service_last) s where s >= ${w}) >= 3 then 2
     else 1 end`;

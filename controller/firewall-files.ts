@@ -10,7 +10,7 @@ export const FORMAT_KEYS: Readonly<Record<ConfigMapFormat, string>> = {
 };
 
 /** Data bytes allowed in one ConfigMap: 1 MiB minus room for metadata, keys and format headers. */
-export const SHARD_DATA_BUDGET = 1024 * 1024 - 64 * 1024;
+const SHARD_DATA_BUDGET = 1024 * 1024 - 64 * 1024;
 
 const isV6 = (cidr: string) => cidr.includes(':');
 
