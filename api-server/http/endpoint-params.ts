@@ -35,7 +35,9 @@ type QuerySchema<T> = TUnsafe<T> & { properties: Record<string, TSchema> };
 
 function querySchema<T>(properties: Record<string, TSchema>): QuerySchema<T> {
   // Type.Unsafe keeps the object schema as it is (validation and OpenAPI read it) and only sets its type.
-  return Type.Unsafe<T>(Type.Object(properties, { additionalProperties: false })) as QuerySchema<T>;
+  // Every parameter is optional on the wire (validation fills in defaults), which is what OpenAPI must say.
+  const optional = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, Type.Optional(schema)]));
+  return Type.Unsafe<T>(Type.Object(optional, { additionalProperties: false })) as QuerySchema<T>;
 }
 
 interface ListOutput {

@@ -236,12 +236,14 @@ describe('every parameter', () => {
 
 describe('around the endpoints', () => {
   it('/openapi.json documents every endpoint with its parameters', async () => {
-    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; schema: JsonSchemaLike }[] } }> };
+    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; required?: boolean; schema: JsonSchemaLike }[] } }> };
     expect(Object.keys(doc.paths).sort()).toEqual(ENDPOINTS.map(([p]) => p).sort());
     const exportParams = doc.paths['/api/export']?.get.parameters ?? [];
     // `key` is documented as the apiKeyQuery security scheme rather than as a parameter.
     expect(exportParams.map((p) => p.name)).toEqual(Object.keys(ExportParams.properties).filter((k) => k !== 'key'));
     expect(exportParams.find((p) => p.name === 'service')?.schema.enum).toContain('proxy');
+    // Every parameter may be left out (its default applies).
+    expect(exportParams.filter((p) => p.required).map((p) => p.name)).toEqual([]);
   });
 
   it('an unknown path is a problem+json 404', async () => {
