@@ -2,7 +2,9 @@
 // an address's type, level and precision within a window, from the per-address facts kept in `addresses`.
 // The SQL in the HTTP API applies the same rules; these are the reference they are tested against.
 import { SERVICES, type AddressType, type Level, type Precision } from '../../common/vocabulary.ts';
-import type { Action } from '../ingest/event.ts';
+
+/** What an event did: 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */
+export type Action = 0 | 1 | 2;
 
 /** 2 → critical (commands, downloads, exploits), 1 → high (authentication attempts), 0 → medium. */
 export function levelOfAction(action: Action): Level {

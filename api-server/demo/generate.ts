@@ -8,7 +8,8 @@ import { formatIPv4 } from '../../common/ipv4.ts';
 import { parseAddress, parseCidr, type Address } from '../enrich/address.ts';
 import type { ScannerOrganisation } from '../enrich/curated.ts';
 import type { Region } from '../enrich/ip2region.ts';
-import { withId, type Action, type AttackEvent } from '../ingest/event.ts';
+import type { Action } from '../classify/classification.ts';
+import { withId, type AttackEvent } from '../ingest/event.ts';
 
 export interface DemoOptions {
   events: number;

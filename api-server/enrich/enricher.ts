@@ -3,7 +3,7 @@
 // (snapshot.ts: milliseconds) or are built from the npm packages and data/ (tables.ts: about half a second);
 // the IPv6 tables are read on first use.
 import { type Isp, type Net } from '../../common/vocabulary.ts';
-import { ScannerRanges } from '../classify/scanners.ts';
+import { ScannerRanges } from './scanners.ts';
 import { type Address } from './address.ts';
 import type { RegionLookup } from './ip2region.ts';
 import { netType, normalizeIsp } from './net-type.ts';

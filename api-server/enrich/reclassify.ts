@@ -1,29 +1,27 @@
 // `blockfeed reclassify`: recomputes every stored address's enrichment and scanner identity from the current
 // lookup tables and data/*.yaml (after updating the curated lists or the npm data packages). Addresses are
-// read and rewritten in pages of 20,000, each page one COPY and one UPDATE of the rows that changed.
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+// read and rewritten in pages of 20,000, each page one UPDATE of the rows that changed.
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { ATTACK_DATA_LOCK } from '../db/locks.ts';
-import { copyNumber, copyText } from '../ingest/copy-text.ts';
 import { parseAddress } from './address.ts';
-import type { Enricher } from './enricher.ts';
+import type { Enricher, Enrichment } from './enricher.ts';
 
 const PAGE = 20_000;
 
-const STAGING = `create temp table if not exists reclassify_staging (
-  ip inet, country char(2), province text, city text, carrier text, isp text, asn integer, as_name text, net text,
-  scanner_kind text, scanner_org text) on commit delete rows`;
+/** The enrichment columns, in the order of the page's arrays ($2 …). */
+const COLUMNS = [
+  ['country', 'char(2)'], ['province', 'text'], ['city', 'text'], ['carrier', 'text'], ['isp', 'text'], ['asn', 'integer'],
+  ['as_name', 'text'], ['net', 'text'], ['scanner_kind', 'text'], ['scanner_org', 'text'],
+] as const;
+const FIELDS: readonly (keyof Enrichment)[] = ['country', 'province', 'city', 'carrier', 'isp', 'asn', 'asName', 'net', 'scannerKind', 'scannerOrg'];
 
+const names = COLUMNS.map(([name]) => name).join(', ');
 const APPLY = `
 update addresses a
-set country = s.country, province = s.province, city = s.city, carrier = s.carrier, isp = s.isp, asn = s.asn,
-    as_name = s.as_name, net = s.net, scanner_kind = s.scanner_kind, scanner_org = s.scanner_org, enriched_at = now()
-from reclassify_staging s
+set ${COLUMNS.map(([name]) => `${name} = s.${name}`).join(', ')}, enriched_at = now()
+from unnest($1::inet[], ${COLUMNS.map(([, type], i) => `$${i + 2}::${type}[]`).join(', ')}) as s(ip, ${names})
 where a.ip = s.ip
-  and (a.country, a.province, a.city, a.carrier, a.isp, a.asn, a.as_name, a.net, a.scanner_kind, a.scanner_org)
-      is distinct from (s.country, s.province, s.city, s.carrier, s.isp, s.asn, s.as_name, s.net, s.scanner_kind, s.scanner_org)`;
+  and (${COLUMNS.map(([name]) => `a.${name}`).join(', ')}) is distinct from (${COLUMNS.map(([name]) => `s.${name}`).join(', ')})`;
 
 export interface ReclassifyResult {
   addresses: number;
@@ -35,7 +33,6 @@ export async function reclassify(pool: pg.Pool, enricher: Enricher): Promise<Rec
   let addresses = 0;
   let changed = 0;
   try {
-    await client.query(STAGING);
     let after = '';
     for (;;) {
       // Keyset pagination on the primary key: each page is an index range scan, whatever the table's size.
@@ -47,18 +44,19 @@ export async function reclassify(pool: pg.Pool, enricher: Enricher): Promise<Rec
         after ? [after, PAGE] : [PAGE],
       );
       if (!rows.length) break;
-      const lines: string[] = [];
+      const ips: string[] = [];
+      const columns: unknown[][] = FIELDS.map(() => []);
       for (const { ip } of rows) {
         const address = parseAddress(ip);
         if (!address) continue;
         const x = enricher.enrich(address);
-        lines.push(`${ip}\t${copyText(x.country)}\t${copyText(x.province)}\t${copyText(x.city)}\t${copyText(x.carrier)}\t${copyText(x.isp)}\t${copyNumber(x.asn)}\t${copyText(x.asName)}\t${x.net}\t${copyText(x.scannerKind)}\t${copyText(x.scannerOrg)}\n`);
+        ips.push(ip);
+        FIELDS.forEach((field, i) => columns[i]?.push(x[field]));
       }
       await client.query('begin');
       // As every writer of attack data (db/locks.ts): an ingest window updating the same rows never deadlocks with it.
       await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
-      await pipeline(Readable.from([lines.join('')]), client.query(copyFrom('copy reclassify_staging from stdin')));
-      changed += (await client.query(APPLY)).rowCount ?? 0;
+      changed += (await client.query(APPLY, [ips, ...columns])).rowCount ?? 0;
       await client.query('commit');
       addresses += rows.length;
       after = (rows.at(-1) as { ip: string }).ip;

@@ -1,12 +1,10 @@
 // The one shape every input format is parsed into, and the content-derived event id. Pure.
 import { hash } from 'node:crypto';
 import { SERVICES, serviceOfPort, type Service, type Source } from '../../common/vocabulary.ts';
+import type { Action } from '../classify/classification.ts';
 import { parseAddress, type Address } from '../enrich/address.ts';
 import type { RawEvent } from './batch.ts';
 import type { SensorNames } from './sensors.ts';
-
-/** 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */
-export type Action = 0 | 1 | 2;
 
 export interface AttackEvent {
   /** Milliseconds since the epoch (UTC). */

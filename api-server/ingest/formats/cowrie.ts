@@ -7,9 +7,10 @@ import { parseIPv4Bytes } from '../../../common/ipv4.ts';
 import type { RawEvent } from '../batch.ts';
 import {
   BYTES_DECLINED, BYTES_EVENT, BYTES_SKIP, FieldError, MAX_SENSOR_NAME, MAX_TEXT, guarded, inTimeRange, IsoUtcBytes, optionalPort,
-  optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId, type Action, type ByteLineReader, type LineParser,
+  optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId, type ByteLineReader, type LineParser,
   type ParserOptions,
 } from '../event.ts';
+import type { Action } from '../../classify/classification.ts';
 import { readFlatObject } from '../flat-json.ts';
 import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual, decodeAscii, plainInteger } from '../flat-json-bytes.ts';
 import type { SensorNames } from '../sensors.ts';

@@ -3,8 +3,9 @@
 import { SOURCES, type Source } from '../../../common/vocabulary.ts';
 import {
   FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor, withId,
-  type Action, type LineParser, type ParserOptions,
+  type LineParser, type ParserOptions,
 } from '../event.ts';
+import type { Action } from '../../classify/classification.ts';
 
 export function nativeParser(options: ParserOptions = {}): LineParser {
   return (line) =>

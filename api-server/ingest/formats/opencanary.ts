@@ -3,8 +3,9 @@
 // fallback), node_id (the sensor), logdata (USERNAME for login attempts, CMD/ARGS for redis, PATH for HTTP).
 import {
   FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor, withId,
-  type Action, type LineParser, type ParserOptions,
+  type LineParser, type ParserOptions,
 } from '../event.ts';
+import type { Action } from '../../classify/classification.ts';
 import type { Service } from '../../../common/vocabulary.ts';
 
 interface LogType {

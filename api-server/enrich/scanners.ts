@@ -1,8 +1,8 @@
-// Identity classification: is an address inside the published ranges (or ASNs) of a research or asset
-// scanning organisation (data/scanners.yaml)?
-import { parseCidr, type Address } from '../enrich/address.ts';
-import { type ScannerOrganisation } from '../enrich/curated.ts';
-import { Ipv4RangesBuilder, Ipv6RangesBuilder, type Ipv4Ranges, type Ipv6Ranges } from '../enrich/ranges.ts';
+// Scanner identity: is an address inside the published ranges (or ASNs) of a research or asset scanning
+// organisation (data/scanners.yaml)? Part of an address's enrichment.
+import { parseCidr, type Address } from './address.ts';
+import { type ScannerOrganisation } from './curated.ts';
+import { Ipv4RangesBuilder, Ipv6RangesBuilder, type Ipv4Ranges, type Ipv6Ranges } from './ranges.ts';
 
 export interface ScannerMatch {
   kind: ScannerOrganisation['kind'];
