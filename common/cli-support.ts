@@ -9,9 +9,9 @@ export interface CommandContext {
 }
 
 /**
- * Loads the configuration and makes the logger. The configuration module is imported here, when a command
- * runs, not with the CLI: `--help`, `--version` and argument errors answer without it, and `ingest` hands
- * its worker the job first. (It needs no schema library: config.ts.)
+ * Loads the configuration and makes the logger. The configuration module (and its schema validator) is
+ * imported here, when a command runs, not with the CLI: `--help`, `--version` and argument errors answer
+ * without it.
  */
 export async function commandContext(overrides: Partial<Config> = {}): Promise<CommandContext> {
   const { loadConfig } = await import('./config.ts');
