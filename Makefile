@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds wasm bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -94,9 +94,6 @@ bench-controller: deps bench-deps k8s-bin ## controller benchmark: 1M-address fe
 	node bench/controller.ts
 
 # --- Helm chart and container image -------------------------------------------------------------------------
-wasm: ## recompile the WebAssembly modules (api-server/**/*.wat) to the .wasm files committed beside them
-	node scripts/build-wasm.ts
-
 chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion
 	node scripts/generate-chart-files.ts
 

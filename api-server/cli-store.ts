@@ -1,7 +1,6 @@
 // What the api-server's one-shot commands share: configuration, then the store opened, checked and
 // migrated, then the command's work, then the store closed. The database modules are loaded here, when a
-// command runs, rather than with the CLI: `--help`, `--version` and argument errors answer without them, and
-// `ingest` (which opens its store in its worker) never loads them on the main thread.
+// command runs, rather than with the CLI: `--help`, `--version` and argument errors answer without them.
 import { commandContext, type CommandContext } from '../common/cli-support.ts';
 import type { Database } from './db/database.ts';
 

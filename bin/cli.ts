@@ -9,8 +9,5 @@ const cache = module.enableCompileCache?.();
 // Worker threads inherit the environment, and with it the cache.
 if (cache?.directory && !process.env.NODE_COMPILE_CACHE) process.env.NODE_COMPILE_CACHE = cache.directory;
 
-// `ingest` runs in a worker thread, which boots while the rest of the CLI loads.
-if (process.argv[2] === 'ingest') (await import('../api-server/ingest/worker.ts')).startIngestWorkerEarly(process.argv.slice(3));
-
 const { main } = await import('./program.ts');
 process.exitCode = await main(process.argv);

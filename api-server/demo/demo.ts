@@ -16,7 +16,7 @@ export async function loadDemo(pool: pg.Pool, log: Logger, options: Partial<Demo
   let inserted = 0;
   for (const batch of demoEvents(pools, o)) {
     events += batch.length;
-    inserted += (await writer.write(batch)).inserted;
+    inserted += await writer.write(batch);
     log.debug({ events, of: o.events }, 'demo data');
   }
   return { events, inserted };

@@ -138,11 +138,6 @@ export class AsnDictionary implements Dictionary<{ asn: number; name: string }> 
     this.size++;
   }
 
-  /** The AS number of an entry, without its name. */
-  asnAt(index: number): number {
-    return this.asns[index] as number;
-  }
-
   get(index: number): { asn: number; name: string } | undefined {
     if (index < 0 || index >= this.size) return undefined;
     const start = index === 0 ? 0 : (this.ends[index - 1] as number);

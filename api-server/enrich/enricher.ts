@@ -28,30 +28,10 @@ export class Enricher {
   private readonly tables: EnrichmentTables;
   private readonly scanners: ScannerRanges;
 
-  /** Sizes of the tables keyV4 combines (each + 1, for "no row"), or undefined when they do not fit a number. */
-  private readonly keySizes: [regions: number, asns: number, scanners: number] | undefined;
-
   constructor(tables: EnrichmentTables = loadEnrichmentTables()) {
     this.tables = tables;
     this.regions = tables.regions;
     this.scanners = new ScannerRanges(tables.scanners);
-    const sizes: [number, number, number] = [tables.regions.regions.length + 1, tables.asns.size + 1, this.scanners.size + 1];
-    this.keySizes = (tables.countries.length + 1) * sizes[0] * sizes[1] * sizes[2] <= Number.MAX_SAFE_INTEGER ? sizes : undefined;
-  }
-
-  /**
-   * A number naming the enrichment of an IPv4 address: addresses in the same row of every table (country,
-   * region, AS, scanner organisation) have the same enrichment, and the same number. Callers cache what they
-   * make of an enrichment under it (writer.ts: its encoded columns) — some 10,000 distinct ones among 80,000
-   * addresses. Undefined when the tables are too large for such numbers.
-   */
-  keyV4(num: number): number | undefined {
-    const sizes = this.keySizes;
-    if (!sizes) return undefined;
-    const t = this.tables;
-    const a = t.asnV4.find(num);
-    const scanner = this.scanners.indexOfV4(num, a < 0 ? null : t.asns.asnAt(a));
-    return (((t.countryV4.find(num) + 1) * sizes[0] + (this.regions.v4.find(num) + 1)) * sizes[1] + (a + 1)) * sizes[2] + (scanner + 1);
   }
 
   enrich(address: Address): Enrichment {

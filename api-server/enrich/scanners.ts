@@ -31,23 +31,10 @@ export class ScannerRanges {
     this.v6 = b6.build();
   }
 
+  /** The organisation whose own ranges hold the address, else the one its AS belongs to. */
   match(address: Address, asn: number | null): ScannerMatch | undefined {
-    const i = this.indexOf(address.kind === 4 ? this.v4.find(address.num) : this.v6.find(address.hi, address.lo), asn);
-    const org = this.orgs[i];
+    const byRange = address.kind === 4 ? this.v4.find(address.num) : this.v6.find(address.hi, address.lo);
+    const org = this.orgs[byRange >= 0 || asn === null ? byRange : (this.byAsn.get(asn) ?? -1)];
     return org ? { kind: org.kind, org: org.name } : undefined;
-  }
-
-  /** The organisation an IPv4 address (as a number) in `asn` belongs to, as an index (-1: none). */
-  indexOfV4(num: number, asn: number | null): number {
-    return this.indexOf(this.v4.find(num), asn);
-  }
-
-  /** Its own ranges first, then its ASNs. */
-  private indexOf(byRange: number, asn: number | null): number {
-    return byRange >= 0 || asn === null ? byRange : (this.byAsn.get(asn) ?? -1);
-  }
-
-  get size(): number {
-    return this.orgs.length;
   }
 }

@@ -1,40 +1,29 @@
-// The `addresses` facts of one ingest window, folded in event by event (docs/data-model.md "Ingest path"):
+// The `addresses` facts of one ingest window, folded in event by event (docs/data-model.md "Ingest"):
 // per address the first and last sighting and the last time each window-dependent fact held. Every fact is a
 // maximum (or, for first_seen, a minimum), so folding in an event that turns out to be stored already changes
 // nothing — which is why a window folds every parsed event here without waiting to learn which were new.
 //
-// Kept in typed arrays indexed by a slot per address and found through an open-addressing table, not in
-// objects: a window holds up to hundreds of thousands of addresses for seconds, and as objects they would be
-// promoted and traced by every major collection. Pure apart from the arrays it owns.
+// Kept in typed arrays indexed by a slot per address, not in objects: a window holds up to hundreds of
+// thousands of addresses for seconds, and as objects they would be promoted and traced by every major
+// collection (~1 s of CPU per million Cowrie lines, measured). Pure apart from the arrays it owns.
 import { SERVICES } from '../../common/vocabulary.ts';
 import { formatIPv4 } from '../../common/ipv4.ts';
 import { type Address } from '../enrich/address.ts';
-import { resized } from './typed-arrays.ts';
 
 export const MAX_SENSORS = 8;
-// Slots below this sort with their IPv4 address as one exact double (2^32 * 2^21 = 2^53).
-const SLOT_SPAN = 2 ** 21;
 const SERVICE_COUNT = SERVICES.length;
 
 /** Source codes of the per-event folds. */
 export const HONEYPOT = 0;
 export const TELESCOPE = 1;
 
-function mix(x: number): number {
-  let h = Math.imul(x ^ (x >>> 16), 0x45d9f3b);
-  h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
-  return h ^ (h >>> 16);
-}
-
 export class AddressFacts {
   /** Addresses held. */
   size = 0;
-  private capacity = 0;
-  // Key of each slot as four 32-bit words of the IPv6 form (IPv4 as ::ffff:a.b.c.d).
-  private keys = new Uint32Array(0);
-  /** Slot + 1 per table position, 0 = free. */
-  private table = new Int32Array(0);
-  /** IPv6 addresses by slot (IPv4 ones are rebuilt from their number when needed). */
+  /** Slots by address: IPv4 as its number (as an int32, which V8 keeps unboxed), IPv6 as its text. */
+  private readonly slots = new Map<number | string, number>();
+  /** IPv4 address of each slot as a number; IPv6 addresses by slot. */
+  private v4s = new Uint32Array(0);
   private readonly v6 = new Map<number, Address>();
 
   firstSeen = new Float64Array(0);
@@ -59,45 +48,27 @@ export class AddressFacts {
     this.grow(initialCapacity);
   }
 
-  /** Forgets every address; the arrays keep their size. */
-  clear(): void {
-    this.size = 0;
-    this.checked = 0;
-    this.table.fill(0);
-    this.v6.clear();
-  }
-
   /** The slot of an IPv4 address given as a number, made (with no facts yet) if new. */
   slotOfV4(num: number): number {
-    const mask = this.table.length - 1;
-    const keys = this.keys;
-    for (let at = mix(num) & mask; ; at = (at + 1) & mask) {
-      const entry = this.table[at] as number;
-      if (entry === 0) return this.add(at, 0, 0, 0xffff, num);
-      const k = (entry - 1) * 4;
-      if (keys[k + 3] === num && keys[k + 2] === 0xffff && keys[k] === 0 && keys[k + 1] === 0) return entry - 1;
+    let slot = this.slots.get(num | 0);
+    if (slot === undefined) {
+      slot = this.add();
+      this.slots.set(num | 0, slot);
+      this.v4s[slot] = num;
     }
+    return slot;
   }
 
   /** The slot of an address, made if new. */
   slotOf(address: Address): number {
     if (address.kind === 4) return this.slotOfV4(address.num);
-    const w0 = Number(address.hi >> 32n);
-    const w1 = Number(address.hi & 0xffffffffn);
-    const w2 = Number(address.lo >> 32n);
-    const w3 = Number(address.lo & 0xffffffffn);
-    const mask = this.table.length - 1;
-    const keys = this.keys;
-    for (let at = mix(w0 ^ mix(w1 ^ mix(w2 ^ mix(w3)))) & mask; ; at = (at + 1) & mask) {
-      const entry = this.table[at] as number;
-      if (entry === 0) {
-        const slot = this.add(at, w0, w1, w2, w3);
-        this.v6.set(slot, address);
-        return slot;
-      }
-      const k = (entry - 1) * 4;
-      if (keys[k] === w0 && keys[k + 1] === w1 && keys[k + 2] === w2 && keys[k + 3] === w3) return entry - 1;
+    let slot = this.slots.get(address.text);
+    if (slot === undefined) {
+      slot = this.add();
+      this.slots.set(address.text, slot);
+      this.v6.set(slot, address);
     }
+    return slot;
   }
 
   /** Whether the slot holds an IPv4 address. */
@@ -107,7 +78,7 @@ export class AddressFacts {
 
   /** IPv4 address of a slot as a number (valid when isV4). */
   v4(slot: number): number {
-    return this.keys[slot * 4 + 3] as number;
+    return this.v4s[slot] as number;
   }
 
   /** The address of a slot. */
@@ -116,38 +87,6 @@ export class AddressFacts {
     if (v6) return v6;
     const num = this.v4(slot);
     return { kind: 4, text: formatIPv4(num), num };
-  }
-
-  /**
-   * The slots in the order PostgreSQL sorts their addresses (IPv4 before IPv6, each by its bytes). Rows
-   * written in this order go into the `addresses` key at its right edge, or next to the last one, instead of
-   * each at a random place in it (which costs a descent of the index and a cold page per row).
-   * `packedUpTo`: the most slots sorted as packed numbers (lower only to test the other way).
-   */
-  slotsInAddressOrder(packedUpTo = SLOT_SPAN): Int32Array {
-    const order = new Int32Array(this.size);
-    const v6: number[] = [];
-    let n4 = 0;
-    for (let slot = 0; slot < this.size; slot++) {
-      if (this.v6.has(slot)) v6.push(slot);
-      else order[n4++] = slot;
-    }
-    const v4 = order.subarray(0, n4);
-    if (this.size <= packedUpTo) {
-      // Each as one number, address * SLOT_SPAN + slot: a numeric sort needs no comparator calls.
-      const packed = Float64Array.from(v4, (slot) => this.v4(slot) * SLOT_SPAN + slot).sort();
-      for (let i = 0; i < n4; i++) v4[i] = (packed[i] as number) % SLOT_SPAN;
-    } else v4.sort((a, b) => this.v4(a) - this.v4(b));
-    const keys = this.keys;
-    v6.sort((a, b) => {
-      for (let w = 0; w < 4; w++) {
-        const d = (keys[a * 4 + w] as number) - (keys[b * 4 + w] as number);
-        if (d !== 0) return d;
-      }
-      return 0;
-    });
-    order.set(v6, n4);
-    return order;
   }
 
   /** Folds one event of the address in `slot` into its facts. `service` is an index into SERVICES or -1. */
@@ -221,52 +160,16 @@ export class AddressFacts {
     return n;
   }
 
-  private add(at: number, w0: number, w1: number, w2: number, w3: number): number {
-    if (this.size === this.capacity) {
-      this.grow(this.capacity * 2);
-      const slot = this.size++;
-      this.setKey(slot, w0, w1, w2, w3);
-      this.place(slot);
-      return slot;
-    }
+  /** A new slot, with no facts yet. */
+  private add(): number {
     const slot = this.size++;
-    this.table[at] = slot + 1;
-    this.setKey(slot, w0, w1, w2, w3);
+    if (slot === this.firstSeen.length) this.grow(slot * 2);
+    this.firstSeen[slot] = Infinity;
     return slot;
   }
 
-  private setKey(slot: number, w0: number, w1: number, w2: number, w3: number): void {
-    const k = slot * 4;
-    this.keys[k] = w0;
-    this.keys[k + 1] = w1;
-    this.keys[k + 2] = w2;
-    this.keys[k + 3] = w3;
-    this.firstSeen[slot] = Infinity;
-    this.lastSeen[slot] = 0;
-    this.lastHoneypot[slot] = 0;
-    this.lastTelescope[slot] = 0;
-    this.lastInteraction[slot] = 0;
-    this.lastHigh[slot] = 0;
-    this.lastCritical[slot] = 0;
-    this.serviceLast.fill(0, slot * SERVICE_COUNT, (slot + 1) * SERVICE_COUNT);
-    this.sensorCount[slot] = 0;
-    this.known[slot] = 0;
-  }
-
-  private place(slot: number): void {
-    const k = slot * 4;
-    const keys = this.keys;
-    const hash = keys[k + 2] === 0xffff && keys[k] === 0 && keys[k + 1] === 0
-      ? mix(keys[k + 3] as number)
-      : mix((keys[k] as number) ^ mix((keys[k + 1] as number) ^ mix((keys[k + 2] as number) ^ mix(keys[k + 3] as number))));
-    const mask = this.table.length - 1;
-    let at = hash & mask;
-    while (this.table[at] !== 0) at = (at + 1) & mask;
-    this.table[at] = slot + 1;
-  }
-
   private grow(capacity: number): void {
-    this.keys = resized(this.keys, capacity * 4);
+    this.v4s = resized(this.v4s, capacity);
     this.firstSeen = resized(this.firstSeen, capacity);
     this.lastSeen = resized(this.lastSeen, capacity);
     this.lastHoneypot = resized(this.lastHoneypot, capacity);
@@ -279,9 +182,12 @@ export class AddressFacts {
     this.sensorTime = resized(this.sensorTime, capacity * MAX_SENSORS);
     this.sensorCount = resized(this.sensorCount, capacity);
     this.known = resized(this.known, capacity);
-    this.capacity = capacity;
-    // A table at most half full keeps probe sequences short.
-    this.table = new Int32Array(capacity * 2);
-    for (let slot = 0; slot < this.size; slot++) this.place(slot);
   }
+}
+
+/** A copy of a typed array in a new one of its type with `length` elements, the added ones zero. */
+export function resized<T extends Int32Array | Uint32Array | Uint16Array | Uint8Array | Float64Array>(old: T, length: number): T {
+  const next = new (old.constructor as new (length: number) => T)(length);
+  next.set(old);
+  return next;
 }

@@ -1,10 +1,9 @@
-// The one shape every input format is parsed into, and the content-derived event id. Pure.
+// The shapes every input format is parsed into (AttackEvent, or RawEvent from a byte reader), what a parser
+// is, the content-derived event id, and the field checks the parsers share. Pure.
 import { hash } from 'node:crypto';
 import { SERVICES, serviceOfPort, type Service, type Source } from '../../common/vocabulary.ts';
 import type { Action } from '../classify/classification.ts';
 import { parseAddress, type Address } from '../enrich/address.ts';
-import type { RawEvent } from './batch.ts';
-import type { SensorNames } from './sensors.ts';
 
 export interface AttackEvent {
   /** Milliseconds since the epoch (UTC). */
@@ -22,6 +21,38 @@ export interface AttackEvent {
   command: string | null;
 }
 
+/**
+ * An event as byte ranges of its line plus numbers, filled in place by a byte reader (one object reused for
+ * every line), so that the common line makes no string and no object. It is a TCP honeypot event (what
+ * Cowrie's reader gives). Text fields are printable ASCII that needs no cleaning: the reader checks that, or
+ * declines the line.
+ */
+export class RawEvent {
+  /** The line the ranges below point into. */
+  line: Buffer = Buffer.alloc(0);
+  ts = 0;
+  /** IPv4 source as a number; its canonical text at line[srcStart, srcEnd). */
+  src = 0;
+  srcStart = 0;
+  srcEnd = 0;
+  /** Destination port, -1 = none. */
+  port = -1;
+  /** Index into SERVICES, -1 = none. */
+  service = -1;
+  /** The sensor's name: sensorBytes[sensorStart, sensorEnd) (the line, or the fallback name's bytes). */
+  sensorBytes: Buffer = this.line;
+  sensorStart = 0;
+  sensorEnd = 0;
+  action: Action = 0;
+  /** line[userStart, userEnd), or null when userStart is -1. */
+  userStart = -1;
+  userEnd = -1;
+  /** `commandPrefix` + line[commandStart, commandEnd), or null when commandStart is -1. */
+  commandPrefix: Buffer | null = null;
+  commandStart = -1;
+  commandEnd = -1;
+}
+
 /** What a parser makes of one line: an event, nothing to store (a sensor's housekeeping line), or an error. */
 export type LineResult = { event: AttackEvent } | { skip: true } | { error: string };
 
@@ -30,23 +61,18 @@ export interface ParserOptions {
   sensor?: string;
 }
 
-/**
- * A parser for one input format; may keep state across the lines of one input (sessions, CSV header). It may
- * come with a byte-level reader for its most common lines (`bytes`), tried first on every line.
- */
-export type LineParser = ((line: string) => LineResult) & { readonly bytes?: ByteLineReader };
-
-/** What a ByteLineReader made of a line. */
-export const BYTES_DECLINED = 0;
-export const BYTES_EVENT = 1;
-export const BYTES_SKIP = 2;
-
-/**
- * Reads line[start, end) into `out` (BYTES_EVENT), or finds it a housekeeping line (BYTES_SKIP), or declines
- * it (BYTES_DECLINED): then the line goes to the parser itself, which must give what the reader would have
- * given had it not declined. State shared with the parser (sessions) is updated either way.
- */
-export type ByteLineReader = (line: Buffer, start: number, end: number, out: RawEvent, sensors: SensorNames) => number;
+/** Reads the lines of one input, in order; may keep state across them (sessions, a CSV header). */
+export interface LineParser {
+  /** One line, without its terminator. */
+  line(text: string): LineResult;
+  /**
+   * A faster reader of the most common lines, from their bytes buf[start, end), tried first: it fills `out`
+   * ('event'), finds a housekeeping line ('skip'), or declines ('declined'), and then the line goes to `line`.
+   * Wherever it answers, it answers as `line` would: same outcome, same stored row (property-tested). State
+   * shared with `line` (sessions) is kept either way.
+   */
+  bytes?(buf: Buffer, start: number, end: number, out: RawEvent): 'event' | 'skip' | 'declined';
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SEP = '\u001f';
@@ -65,113 +91,52 @@ function daysInMonth(year: number, month: number): number {
 }
 
 /**
- * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits, without the
- * regular expressions and Date.parse of the general path. NaN when the text has any other shape.
+ * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits; NaN for any
+ * other shape (requireTime then reads it the general way, and gives the same instant for this shape).
  */
-function fastIsoUtc(t: string): number {
+export function isoUtcMs(t: string): number {
   const n = t.length;
   if (n < 20 || t.charCodeAt(n - 1) !== 90 /* Z */ || t.charCodeAt(10) !== 84 /* T */) return NaN;
-  const d = (i: number) => t.charCodeAt(i) - 48;
-  const two = (i: number) => d(i) * 10 + d(i + 1);
   if (t.charCodeAt(4) !== 45 || t.charCodeAt(7) !== 45 || t.charCodeAt(13) !== 58 || t.charCodeAt(16) !== 58) return NaN;
   let ms = 0;
   if (n > 20) {
     if (t.charCodeAt(19) !== 46 /* . */) return NaN;
-    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) {
-      const digit = d(i);
-      if (digit < 0 || digit > 9) return NaN;
-      if (scale >= 1) ms += digit * scale;
-    }
+    // Milliseconds: further digits are dropped, as the general way does.
+    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) ms += digitAt(t, i) * (scale >= 1 ? scale : 0);
   }
-  const year = two(0) * 100 + two(2);
-  const month = two(5);
-  const day = two(8);
-  const hour = two(11);
-  const minute = two(14);
-  const second = two(17);
-  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59 && year >= 0)) return NaN;
-  // Date.UTC would roll 31 February over into March: such text is left to the general path.
-  if (day > 28 && day > daysInMonth(year, month)) return NaN;
+  const year = twoDigits(t, 0) * 100 + twoDigits(t, 2);
+  const month = twoDigits(t, 5);
+  const day = twoDigits(t, 8);
+  const hour = twoDigits(t, 11);
+  const minute = twoDigits(t, 14);
+  const second = twoDigits(t, 17);
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
   return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
-/** The start of the UTC hour named by `YYYY-MM-DDTHH:` at b[start…] (every character checked), or NaN. */
-function hourOfIsoBytes(b: Buffer, start: number): number {
-  if (b[start + 4] !== 45 || b[start + 7] !== 45 || b[start + 10] !== 84 /* T */ || b[start + 13] !== 58) return NaN;
-  const digit = (i: number) => {
-    const d = (b[start + i] as number) - 48;
-    return d >= 0 && d <= 9 ? d : NaN;
-  };
-  const two = (i: number) => digit(i) * 10 + digit(i + 1);
-  const year = two(0) * 100 + two(2);
-  const month = two(5);
-  const day = two(8);
-  const hour = two(11);
-  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && year >= 0)) return NaN;
-  // Date.UTC would roll 31 February over into March.
-  if (day > 28 && day > daysInMonth(year, month)) return NaN;
-  return Date.UTC(year, month - 1, day, hour);
+/** The digit at t[i], or NaN. */
+function digitAt(t: string, i: number): number {
+  const d = t.charCodeAt(i) - 48;
+  return d >= 0 && d <= 9 ? d : NaN;
 }
 
-/** Milliseconds into the hour of `MM:SS[.fraction]Z` at b[start + 14, end), as fastIsoUtc reads it, or NaN. */
-function msInHourOfIsoBytes(b: Buffer, start: number, end: number): number {
-  const n = end - start;
-  if (n < 20 || b[end - 1] !== 90 /* Z */ || b[start + 16] !== 58) return NaN;
-  let ms = 0;
-  if (n > 20) {
-    if (b[start + 19] !== 46 /* . */) return NaN;
-    for (let i = start + 20, scale = 100; i < end - 1; i++, scale /= 10) {
-      const d = (b[i] as number) - 48;
-      if (d < 0 || d > 9) return NaN;
-      if (scale >= 1) ms += d * scale;
-    }
-  }
-  const m1 = (b[start + 14] as number) - 48;
-  const m2 = (b[start + 15] as number) - 48;
-  const s1 = (b[start + 17] as number) - 48;
-  const s2 = (b[start + 18] as number) - 48;
-  if (!(m1 >= 0 && m1 <= 5 && m2 >= 0 && m2 <= 9 && s1 >= 0 && s1 <= 5 && s2 >= 0 && s2 <= 9)) return NaN;
-  return (m1 * 10 + m2) * 60_000 + (s1 * 10 + s2) * 1000 + ms;
-}
+const twoDigits = (t: string, i: number) => digitAt(t, i) * 10 + digitAt(t, i + 1);
 
-/**
- * fastIsoUtc over bytes, stricter (every date and time character must be a digit): NaN for anything else,
- * which the caller leaves to the general path. Remembers the last hour read: the lines of a log mostly share
- * it, and then only minutes, seconds and fraction are read.
- */
-export class IsoUtcBytes {
-  private readonly prefix = Buffer.alloc(14);
-  private hour = NaN;
-
-  read(b: Buffer, start: number, end: number): number {
-    if (end - start < 20) return NaN;
-    let same = this.hour === this.hour;
-    for (let i = 0; same && i < 14; i++) same = b[start + i] === this.prefix[i];
-    if (!same) {
-      const hour = hourOfIsoBytes(b, start);
-      if (hour !== hour) return NaN;
-      b.copy(this.prefix, 0, start, start + 14);
-      this.hour = hour;
-    }
-    return this.hour + msInHourOfIsoBytes(b, start, end);
-  }
-}
+// Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
+const EARLIEST = Date.UTC(2000, 0, 1);
 
 /** Whether requireTime accepts an instant: not before 2000, not more than a day ahead of `now`. */
 export function inTimeRange(ms: number, now: number): boolean {
   return ms >= EARLIEST && ms <= now + 86_400_000;
 }
 
-// Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
 /** `YYYY-MM-DD…` names a day that exists (Date.parse would roll 2026-02-31 over into March). */
 function isCalendarDate(text: string): boolean {
-  const year = Number(text.slice(0, 4));
   const month = Number(text.slice(5, 7));
   const day = Number(text.slice(8, 10));
-  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(Number(text.slice(0, 4)), month);
 }
 
-const EARLIEST = Date.UTC(2000, 0, 1);
 export const MAX_TEXT = 4096;
 /** Longest sensor name. */
 export const MAX_SENSOR_NAME = 128;
@@ -190,23 +155,20 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
   let ms: number;
   if (typeof value === 'number') ms = Math.round(value * 1000);
   else if (typeof value === 'string' && value !== '') {
-    const fast = fastIsoUtc(value);
-    if (fast === fast) return checkRange(fast, value, field, now);
     let text = value.trim();
     if (/^\d+(\.\d+)?$/.test(text)) ms = Math.round(Number(text) * 1000);
     else {
-      if (/^\d{4}-\d\d-\d\d \d/.test(text)) text = text.replace(' ', 'T');
-      if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';
-      // Date.parse wants at most millisecond precision.
-      text = text.replace(/(\.\d{3})\d+/, '$1');
-      ms = /^\d{4}-\d\d-\d\dT/.test(text) && isCalendarDate(text) ? Date.parse(text) : NaN;
+      ms = isoUtcMs(text);
+      if (ms !== ms) {
+        if (/^\d{4}-\d\d-\d\d \d/.test(text)) text = text.replace(' ', 'T');
+        if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';
+        // Date.parse wants at most millisecond precision.
+        text = text.replace(/(\.\d{3})\d+/, '$1');
+        ms = /^\d{4}-\d\d-\d\dT/.test(text) && isCalendarDate(text) ? Date.parse(text) : NaN;
+      }
     }
   } else throw new FieldError(`${field} is missing`);
   if (!Number.isFinite(ms)) throw new FieldError(`${field} ${JSON.stringify(value)} is not an ISO 8601 time`);
-  return checkRange(ms, value, field, now);
-}
-
-function checkRange(ms: number, value: unknown, field: string, now: number): number {
   if (!inTimeRange(ms, now)) throw new FieldError(`${field} ${JSON.stringify(value)} is out of range (2000 to tomorrow)`);
   return ms;
 }
@@ -231,7 +193,7 @@ export function optionalText(value: unknown, field: string): string | null {
 export function requireSensor(value: unknown, fallback: string | undefined, field: string): string {
   const name = value === undefined || value === null || value === '' ? fallback : value;
   if (typeof name !== 'string' || name.trim() === '') throw new FieldError(`${field} is missing (or pass --sensor)`);
-  if (name.length > MAX_SENSOR_NAME) throw new FieldError(`${field} is longer than 128 characters`);
+  if (name.length > MAX_SENSOR_NAME) throw new FieldError(`${field} is longer than ${MAX_SENSOR_NAME} characters`);
   return name.trim();
 }
 
@@ -247,19 +209,9 @@ export function serviceFor(service: unknown, port: number | null, field: string)
 
 /** Completes an event with its content-derived id unless the input gave one. */
 export function withId(e: Omit<AttackEvent, 'id'>, givenId?: unknown): AttackEvent {
-  if (givenId !== undefined && givenId !== null) {
-    if (typeof givenId !== 'string' || !UUID.test(givenId)) throw new FieldError(`id ${JSON.stringify(givenId)} is not a uuid`);
-    return complete(e, givenId.toLowerCase());
-  }
-  return complete(e, eventId(e));
-}
-
-/** The event with its id, built field by field (one object shape for every event, unlike a spread). */
-function complete(e: Omit<AttackEvent, 'id'>, id: string): AttackEvent {
-  return {
-    ts: e.ts, id, src: e.src, dstPort: e.dstPort, service: e.service, proto: e.proto, source: e.source, sensor: e.sensor,
-    action: e.action, username: e.username, command: e.command,
-  };
+  if (givenId === undefined || givenId === null) return { ...e, id: eventId(e) };
+  if (typeof givenId !== 'string' || !UUID.test(givenId)) throw new FieldError(`id ${JSON.stringify(givenId)} is not a uuid`);
+  return { ...e, id: givenId.toLowerCase() };
 }
 
 /** Runs a field-level parse, turning FieldError and JSON errors into a line error. */

@@ -1,8 +1,9 @@
 // The `ip_hourly` rows of one batch: per (address, hour) the attacks, services, sources, worst action, ports
 // and sensors of the batch's events. They are appended to ip_hourly as they are (docs/data-model.md): rows of
 // the same address and hour from other batches are summed by every reader and merged later by compaction.
-// Addresses are the slots of the window's AddressFacts; rows live in typed arrays, chained per slot. Pure.
-import { resized } from './typed-arrays.ts';
+// Addresses are the slots of the window's AddressFacts; rows live in typed arrays (no object per row: see
+// address-facts.ts), chained per slot. Pure.
+import { HONEYPOT, resized } from './address-facts.ts';
 
 export const MAX_PORTS = 32;
 const HOUR = 3_600_000;
@@ -38,50 +39,32 @@ export class HourlyRows {
   /** Per row, distinct destination ports ascending: ports[row * MAX_PORTS, + portCount[row]) (64 bytes a row). */
   ports = new Uint16Array(0);
   portCount = new Uint8Array(0);
-  /**
-   * Per row, distinct local sensor numbers (SensorNames): sensors[row][0, sensorCount[row]). The lists are
-   * kept from batch to batch and never shortened: a list that lived for a batch and was then dropped would
-   * be old-generation garbage, which V8 collects at a cost the ingest pays in every batch.
-   */
+  /** Per row, distinct local sensor numbers (SensorNames): sensors[row][0, sensorCount[row]), lists reused batch after batch. */
   sensors: number[][] = [];
   sensorCount = new Int32Array(0);
+  /** The row each slot had before its last one in this batch (-1: none). */
   private next = new Int32Array(0);
-  // The batch's first row of each address slot, valid where `stamp` equals this batch's generation (so that
-  // clearing costs nothing per slot).
-  private head = new Int32Array(0);
-  private stamp = new Int32Array(0);
-  private generation = 1;
+  /** The last row of each slot in this batch. */
+  private readonly last = new Map<number, number>();
 
   constructor() {
-    // Grown and cleared here rather than made ready in their declarations: V8 takes a field stored once as a
-    // constant, and code optimized on that is thrown away when the first batch grows or clears it.
     this.growRows(1024);
-    this.growSlots(4095);
-    this.clear();
   }
 
   clear(): void {
     this.count = 0;
-    this.generation++;
+    this.last.clear();
   }
 
   /** Folds one event into the row of (slot, its hour). `service`: index into SERVICES or -1; `port`: -1 = none. */
   add(slot: number, ts: number, source: number, action: number, service: number, port: number, sensor: number): void {
     const hour = ts - (ts % HOUR);
-    if (slot >= this.head.length) this.growSlots(slot);
-    let row = -1;
-    if (this.stamp[slot] === this.generation) {
-      for (let r = this.head[slot] as number; r >= 0; r = this.next[r] as number) {
-        if (this.hour[r] === hour) {
-          row = r;
-          break;
-        }
-      }
-    }
+    let row = this.last.get(slot) ?? -1;
+    while (row >= 0 && this.hour[row] !== hour) row = this.next[row] as number;
     if (row < 0) row = this.newRow(slot, hour, ts);
     this.attacks[row] = (this.attacks[row] as number) + 1;
     if (service >= 0) this.services[row] = (this.services[row] as number) | (1 << service);
-    this.sources[row] = (this.sources[row] as number) | (source === 0 ? 1 : 2);
+    this.sources[row] = (this.sources[row] as number) | (source === HONEYPOT ? 1 : 2);
     if (action > (this.maxAction[row] as number)) this.maxAction[row] = action;
     if (port >= 0) this.portCount[row] = addPort(this.ports, row * MAX_PORTS, this.portCount[row] as number, port);
     const sensors = this.sensors[row] as number[];
@@ -110,12 +93,8 @@ export class HourlyRows {
     this.portCount[row] = 0;
     this.sensorCount[row] = 0;
     if (row >= this.sensors.length) this.sensors.push([]);
-    if (this.stamp[slot] === this.generation) this.next[row] = this.head[slot] as number;
-    else {
-      this.next[row] = -1;
-      this.stamp[slot] = this.generation;
-    }
-    this.head[slot] = row;
+    this.next[row] = this.last.get(slot) ?? -1;
+    this.last.set(slot, row);
     return row;
   }
 
@@ -132,12 +111,5 @@ export class HourlyRows {
     this.ports = resized(this.ports, n * MAX_PORTS);
     this.portCount = resized(this.portCount, n);
     this.sensorCount = resized(this.sensorCount, n);
-  }
-
-  private growSlots(slot: number): void {
-    let n = Math.max(this.head.length, 1);
-    while (n <= slot) n *= 2;
-    this.head = resized(this.head, n);
-    this.stamp = resized(this.stamp, n);
   }
 }

@@ -1,14 +1,14 @@
 // Drives one ingest: bytes → lines → parser → batches → windows of an EventWriter. Parsing the next batch
 // overlaps with the database storing the previous one (two cores: Node parses while PostgreSQL inserts).
-// Lines are cut from the input's bytes; a parser's byte-level reader gets first go at each line, and only
-// the lines it declines become strings for the parser itself. Bad lines are reported through `onReject` and
-// never stop the rest.
+// Lines are cut from the input's bytes; a parser's byte reader, if it has one, gets first go at each line,
+// and only the lines it declines become strings for the parser itself. Bad lines are reported through
+// `onReject` and never stop the rest.
 //
 // Windows (one transaction each, writer.ts) close when they hold many addresses, have been open a while, or
 // the input pauses, so a stream from a live sensor becomes visible within a second or so of going quiet.
 import { setImmediate } from 'node:timers/promises';
-import { BYTES_DECLINED, BYTES_EVENT, type LineParser } from './event.ts';
-import { RawEvent, type EventBatch } from './batch.ts';
+import { EventBatch } from './batch.ts';
+import { RawEvent, type LineParser } from './event.ts';
 import type { EventWriter, IngestWindow } from './writer.ts';
 
 export interface IngestStats {
@@ -43,9 +43,9 @@ export interface WindowLimits {
 }
 
 /**
- * Events per batch (a COPY each, into each day's partition). Fewer, larger batches cost PostgreSQL less (each
- * has a few round trips and its own partial ip_hourly rows); 50,000 keeps three batches in flight within
- * about 20 MB (bench/ingest: 10,000 → 50,000 took ~10% off a million events; 100,000 saved no more).
+ * Events per batch (a COPY each). Fewer, larger batches cost PostgreSQL less (each has a few round trips and
+ * its own partial ip_hourly rows); 50,000 keeps the two batches (one filling, one being stored) within some
+ * 20 MB (bench/ingest: 10,000 → 50,000 took ~10% off a million events; 100,000 saved no more).
  */
 export const DEFAULT_BATCH_SIZE = 50_000;
 
@@ -53,7 +53,6 @@ export const DEFAULT_WINDOW_LIMITS: WindowLimits = { addresses: 200_000, millise
 
 export interface IngestOptions {
   writer: EventWriter;
-  stats?: IngestStats;
   /** Events per batch (one COPY). */
   batchSize?: number;
   windowLimits?: Partial<WindowLimits>;
@@ -63,6 +62,7 @@ export interface IngestOptions {
 }
 
 const IDLE = Symbol('idle');
+const NO_BYTES = Buffer.alloc(0);
 /**
  * Lines parsed between turns of the event loop while the database works: a batch's store is several round
  * trips (savepoint, COPY, …), and each of them waits for the parse loop to let go of the thread.
@@ -73,7 +73,7 @@ const LINES_PER_TURN = 256;
 export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptions): Promise<IngestStats> {
   const { writer, batchSize = DEFAULT_BATCH_SIZE, onReject, onProgress } = options;
   const limits = { ...DEFAULT_WINDOW_LIMITS, ...options.windowLimits };
-  const stats = options.stats ?? emptyStats();
+  const stats = emptyStats();
   const raw = new RawEvent();
   let failed: Error | undefined;
   const fail = (err: unknown) => {
@@ -82,11 +82,11 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
 
   let window: IngestWindow = writer.window();
   let openedAt = 0;
-  let batch: EventBatch = window.batch();
+  let batch = new EventBatch(window.facts, writer.sensors);
+  /** The batch stored last: free again once `storing` has settled, and then filled next. */
+  let spare: EventBatch | undefined;
   /** The batch being stored (one at a time: they share the window's connection). */
   let storing: Promise<void> = Promise.resolve();
-  /** Whether `storing` is still pending: a parser that asks to store next will wait for it. */
-  let storeInFlight = false;
   /** The previous window's commit. */
   let committing: Promise<void> = Promise.resolve();
 
@@ -106,25 +106,19 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   };
 
   const storeBatch = async () => {
-    if (storeInFlight) writer.idle();
     await storing;
     if (failed) throw failed;
     const full = batch;
     const into = window;
     if (openedAt === 0) openedAt = Date.now();
-    storeInFlight = true;
-    storing = into.store(full).then(
-      (inserted) => {
-        stats.inserted += inserted;
-        onProgress?.(stats);
-      },
-      fail,
-    ).finally(() => {
-      storeInFlight = false;
-      into.release(full);
-    });
+    storing = into.store(full).then((inserted) => {
+      stats.inserted += inserted;
+      onProgress?.(stats);
+    }, fail);
     if (into.facts.size >= limits.addresses || Date.now() - openedAt >= limits.milliseconds) closeWindow();
-    batch = window.batch();
+    batch = spare ?? new EventBatch(window.facts, writer.sensors);
+    batch.reuse(window.facts);
+    spare = full;
   };
 
   /** Stores what has been read and closes the window (its commit goes on in the background). */
@@ -133,36 +127,26 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
     if (openedAt !== 0) closeWindow();
   };
 
-  const flushAll = async () => {
-    await closeWhatIsRead();
-    await storing;
-    await committing;
-    if (failed) throw failed;
-  };
-
   try {
     for (const input of inputs) {
       const parser = input.parser;
-      const readBytes = parser.bytes;
       let number = 0;
-      const chunks = isAsync(input.stream) ? withIdle(input.stream, limits.idleMilliseconds) : input.stream;
+      const chunks = Symbol.asyncIterator in input.stream ? withIdle(input.stream, limits.idleMilliseconds) : input.stream;
       const handle = (buf: Buffer, start: number, end: number): void => {
         stats.lines++;
         number++;
         if (end > start && buf[end - 1] === 13) end--;
-        if (readBytes !== undefined) {
-          const r = readBytes(buf, start, end, raw, writer.sensors);
-          if (r !== BYTES_DECLINED) {
-            if (r === BYTES_EVENT) {
-              stats.accepted++;
-              batch.addRaw(raw);
-            } else stats.skipped++;
-            return;
-          }
+        const read = parser.bytes?.(buf, start, end, raw) ?? 'declined';
+        if (read !== 'declined') {
+          if (read === 'event') {
+            stats.accepted++;
+            batch.addRaw(raw);
+          } else stats.skipped++;
+          return;
         }
         const line = buf.toString('utf8', start, end);
         if (line.trim() === '') return;
-        const result = parser(line);
+        const result = parser.line(line);
         if ('event' in result) {
           stats.accepted++;
           batch.add(result.event);
@@ -171,10 +155,9 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
           onReject?.(`${input.name}:${number}: ${result.error}`);
         } else stats.skipped++;
       };
-      // A line cut by a chunk boundary is put together in `carry`; every other line is read in place, so a
-      // chunk is never copied (and may be reused by the input once the next one is asked for).
-      let carry: Buffer = Buffer.allocUnsafe(1 << 16);
-      let carried = 0;
+      // A line cut by a chunk boundary is put together in `carry`; every other line is read in place (a chunk
+      // may be refilled by the input once the next one is asked for).
+      let carry = NO_BYTES;
       for await (const chunk of chunks) {
         if (chunk === IDLE) {
           // The input paused: what was read so far is stored and committed now.
@@ -184,20 +167,16 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
         const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
         stats.bytes += buf.length;
         let pos = 0;
-        if (carried > 0) {
+        if (carry.length > 0) {
           const eol = buf.indexOf(10);
-          const head = eol < 0 ? buf.length : eol;
-          if (carried + head > carry.length) carry = grown(carry, carried, carried + head);
-          carried += buf.copy(carry, carried, 0, head);
+          carry = Buffer.concat([carry, buf.subarray(0, eol < 0 ? buf.length : eol)]);
           if (eol < 0) continue;
-          handle(carry, 0, carried);
-          carried = 0;
+          handle(carry, 0, carry.length);
+          carry = NO_BYTES;
           pos = eol + 1;
         }
         let turn = LINES_PER_TURN;
-        for (;;) {
-          const eol = buf.indexOf(10, pos);
-          if (eol < 0) break;
+        for (let eol = buf.indexOf(10, pos); eol >= 0; eol = buf.indexOf(10, pos)) {
           handle(buf, pos, eol);
           pos = eol + 1;
           if (batch.count >= batchSize) await storeBatch();
@@ -206,39 +185,26 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
             await setImmediate();
           }
         }
-        if (pos < buf.length) {
-          if (buf.length - pos > carry.length) carry = grown(carry, 0, buf.length - pos);
-          carried = buf.copy(carry, 0, pos);
-        }
+        if (pos < buf.length) carry = Buffer.from(buf.subarray(pos));
       }
-      if (carried > 0) handle(carry, 0, carried);
+      if (carry.length > 0) handle(carry, 0, carry.length);
       if (batch.count >= batchSize) await storeBatch();
     }
-    await flushAll();
+    await closeWhatIsRead();
+    await storing;
+    await committing;
+    if (failed) throw failed;
   } catch (err) {
     fail(err);
     await storing.catch(() => undefined);
     await committing.catch(() => undefined);
-    await window.abort();
     throw failed ?? new Error(String(err));
   } finally {
-    window.release(batch);
     // The window opened last may have stored nothing; it must end all the same (the writer's next window
     // waits for it).
     await window.abort();
   }
   return stats;
-}
-
-/** A copy of buf[0, used) in a buffer of at least `size` bytes. */
-function grown(buf: Buffer, used: number, size: number): Buffer {
-  const bigger = Buffer.allocUnsafe(Math.max(size, buf.length * 2));
-  buf.copy(bigger, 0, 0, used);
-  return bigger;
-}
-
-function isAsync<T>(stream: AsyncIterable<T> | Iterable<T>): stream is AsyncIterable<T> {
-  return Symbol.asyncIterator in stream;
 }
 
 /** The chunks of `source`, with IDLE yielded whenever none has come for `ms` milliseconds. */

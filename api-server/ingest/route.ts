@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type pg from 'pg';
 import { sharedEnricher } from '../enrich/enricher.ts';
-import { INPUT_FORMATS, parserFor, type InputFormat } from './formats/index.ts';
+import { INPUT_FORMATS, parserFor, type InputFormat } from './parsers/index.ts';
 import { ingest } from './pipeline.ts';
 import { EventWriter } from './writer.ts';
 

@@ -1,4 +1,4 @@
-// Stores parsed events in bulk (docs/data-model.md "Ingest path"). Events are stored in windows: one
+// Stores parsed events in bulk (docs/data-model.md "Ingest"). Events are stored in windows: one
 // transaction each, holding the attack-data lock from its first batch to its commit, so windows of all
 // writers (CLI, HTTP route, other replicas) follow one another and never wait on each other's rows.
 //
@@ -12,18 +12,16 @@
 //   4. look up which of the addresses first met in the window are in `addresses` already (index probes that
 //      run while the next batch is parsed).
 // At the window's end:
-//   5. its per-address facts (AddressFacts, folded while parsing) are sent as they are encoded: the new
-//      addresses COPYed straight into `addresses`, the known ones into a staging table that updates them;
-//      commit.
+//   5. its per-address facts (AddressFacts, folded while parsing): the new addresses COPYed straight into
+//      `addresses` with their enrichment, the known ones into a staging table that updates them; commit.
 // Duplicates may be folded into the facts: every fact is a maximum, so a stored event changes nothing.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setImmediate } from 'node:timers/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { SERVICES } from '../../common/vocabulary.ts';
 import { ATTACK_DATA_LOCK } from '../db/locks.ts';
-import type { Enricher, Enrichment } from '../enrich/enricher.ts';
+import type { Enricher } from '../enrich/enricher.ts';
 import { AddressFacts, MAX_SENSORS } from './address-facts.ts';
 import { EventBatch, EVENT_COLUMNS } from './batch.ts';
 import { BinaryCopyWriter } from './copy-binary.ts';
@@ -35,22 +33,13 @@ import { SensorNames } from './sensors.ts';
 const DEADLOCK_ATTEMPTS = 5;
 const DAY = 86_400_000;
 
-// Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch
-// needs more, or every COPY spills to disk. The setting only takes effect before the session's first use of
-// a temporary table, which is what this statement is.
+// Temporary tables live in per-session local buffers (temp_buffers, 8 MB by default); a large batch needs
+// more, or every COPY spills to disk. The setting only takes effect before the session's first use of a
+// temporary table, which is what this statement is.
 const STAGING = `
 set temp_buffers = '128MB';
-create temp table if not exists staging_events (
-  ts timestamptz, id uuid, src_ip inet, dst_port integer, service text, proto text, source text, sensor text,
-  action smallint, username text, command text
-) on commit delete rows;
-create temp table if not exists staging_addresses (
-  ip inet, first_seen timestamptz, last_seen timestamptz, last_honeypot timestamptz, last_telescope timestamptz,
-  last_interaction timestamptz, last_high timestamptz, last_critical timestamptz, service_last timestamptz[],
-  sensor_ids integer[], sensor_last timestamptz[],
-  country char(2), province text, city text, carrier text, isp text, asn integer, as_name text, net text,
-  scanner_kind text, scanner_org text
-) on commit delete rows;`;
+create temp table if not exists staging_events (like events) on commit delete rows;
+create temp table if not exists staging_addresses (like addresses including defaults) on commit delete rows;`;
 
 const SERVICE_ARRAY = `array[${SERVICES.map((s) => `'${s}'`).join(', ')}]::text[]`;
 
@@ -80,28 +69,18 @@ with inserted as (
 )
 select count(*)::int as inserted from inserted`;
 
-/** country … scanner_org: the last columns of an address row (EnrichedColumns encodes them). */
+/** country … scanner_org: the last columns of an address row. */
 const ENRICHMENT_COLUMNS = 10;
 const ADDRESS_COLUMNS = `ip, first_seen, last_seen, last_honeypot, last_telescope, last_interaction, last_high, last_critical,
   service_last, sensor_ids, sensor_last, country, province, city, carrier, isp, asn, as_name, net, scanner_kind, scanner_org`;
 
-// The common case: the address's most recent sensor saw it again, later. Only its time changes.
-const SAME_SENSOR_AGAIN = `cardinality(s.sensor_ids) = 1 and a.sensor_ids[1] = s.sensor_ids[1]
-      and s.sensor_last[1] >= a.sensor_last[1]`;
-/**
- * Both sensor lists in one sub-select (merged once per row, not once per column: ~5% of the update). In the
- * common case its filter is false before any row is unnested, the aggregates are NULL, and the lists come
- * from `coalesce`. (A comparison with a missing element is NULL: not the common case, as in a CASE.)
- */
+/** Both sensor lists merged: each sensor's later sighting, the MAX_SENSORS most recent, newest first. */
 const SENSOR_LISTS = `(sensor_ids, sensor_last) = (
-    select coalesce(m.ids, a.sensor_ids), coalesce(m.lasts, array[s.sensor_last[1]] || a.sensor_last[2:])
+    select array_agg(id order by last desc, id), array_agg(last order by last desc, id)
     from (
-      select array_agg(id order by last desc, id) as ids, array_agg(last order by last desc, id) as lasts
-      from (
-        select id, max(last) as last
-        from unnest(a.sensor_ids || s.sensor_ids, a.sensor_last || s.sensor_last) as u(id, last)
-        where not coalesce(${SAME_SENSOR_AGAIN}, false)
-        group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged) as m)`;
+      select id, max(last) as last
+      from unnest(a.sensor_ids || s.sensor_ids, a.sensor_last || s.sensor_last) as u(id, last)
+      group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged)`;
 
 /**
  * Known addresses take the later of each fact (greatest() ignores NULL). The rows are staged first; new
@@ -128,212 +107,66 @@ where a.ip = s.ip;
 reset enable_seqscan;`;
 
 /**
- * Which of the given addresses (IPv4 as numbers, IPv6 as text) are stored already: their 1-based positions.
- * Asked under the attack-data lock, so no other writer adds addresses before the window commits.
+ * Which of the given addresses are stored already: their 1-based positions. Asked under the attack-data lock,
+ * so no other writer adds addresses before the window commits.
  */
-const KNOWN_ADDRESSES = `
-select i::int as i from unnest($1::int8[]) with ordinality as u(n, i)
-where exists (select 1 from addresses a where a.ip = '0.0.0.0'::inet + u.n)
-union all
-select -(i::int) from unnest($2::text[]) with ordinality as u(t, i)
-where exists (select 1 from addresses a where a.ip = u.t::inet)`;
+const KNOWN_ADDRESSES = `select i::int as i from unnest($1::inet[]) with ordinality as u(ip, i)
+  where exists (select 1 from addresses a where a.ip = u.ip)`;
+
+const HOURLY_COLUMNS = 'hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen';
 
 async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
   await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
 }
 
-/** Rows per piece of a COPY sent while it is encoded. */
-const PIECE_ROWS = 4096;
-
-/**
- * A binary COPY of `rows` (encoded one by one by `encode` into `out`), sent in pieces as they are encoded, so
- * that PostgreSQL stores the first rows while the later ones are being encoded.
- */
-async function copyEncoded(client: pg.PoolClient, sql: string, out: BinaryCopyWriter, rows: Iterable<number>, encode: (row: number) => void): Promise<void> {
-  out.clear();
-  const pieces = (async function* () {
-    let n = 0;
-    for (const row of rows) {
-      encode(row);
-      if (++n % PIECE_ROWS === 0) {
-        yield out.takeChunk();
-        // A turn of the event loop, for the socket to take the piece.
-        await setImmediate();
-      }
-    }
-    yield out.takeChunk();
-    yield BinaryCopyWriter.TRAILER;
-  })();
-  await pipeline(pieces, client.query(copyFrom(sql)));
-}
-
-// Addresses whose enrichment columns are remembered: two generations of at most this many each.
-const ENRICHED_REMEMBERED = 50_000;
-
-/**
- * Enrichment columns, encoded (copy-binary.ts) as a latin1 string, remembered by what names them (Enricher
- * keyV4): the ~80,000 addresses of a million Cowrie events have ~10,000 distinct enrichments, and encoding
- * each once instead of per address takes ~0.25 s off the end of such an ingest. Bounded without per-entry
- * cost: when the young generation fills, the old one is dropped whole. The tables do not change while a
- * process runs, so remembered columns are what a fresh lookup would give.
- */
-class EnrichedColumns {
-  private young = new Map<number | string, string>();
-  private old = new Map<number | string, string>();
-  private readonly load: () => Enricher;
-  private enricher: Enricher | undefined;
-  private readonly scratch = new BinaryCopyWriter(1024);
-
-  constructor(load: () => Enricher) {
-    this.load = load;
-  }
-
-  /** The lookup tables (loaded on first use: only a window's commit needs them). */
-  tables(): Enricher {
-    return (this.enricher ??= this.load());
-  }
-
-  of(facts: AddressFacts, slot: number): string {
-    const enricher = this.tables();
-    // IPv4 addresses by what names their enrichment (many share one), IPv6 ones by their text.
-    const key = (facts.isV4(slot) ? enricher.keyV4(facts.v4(slot)) : undefined) ?? facts.address(slot).text;
-    let columns = this.young.get(key);
-    if (columns !== undefined) return columns;
-    columns = this.old.get(key) ?? this.encode(enricher.enrich(facts.address(slot)));
-    if (this.young.size >= ENRICHED_REMEMBERED) {
-      this.old = this.young;
-      this.young = new Map();
-    }
-    this.young.set(key, columns);
-    return columns;
-  }
-
-  private encode(x: Enrichment): string {
-    const out = this.scratch;
-    out.clear();
-    out.text(x.country);
-    out.text(x.province);
-    out.text(x.city);
-    out.text(x.carrier);
-    out.text(x.isp);
-    out.int32(x.asn);
-    out.text(x.asName);
-    out.text(x.net);
-    out.text(x.scannerKind);
-    out.text(x.scannerOrg);
-    return out.fieldsWritten();
-  }
-}
-
-export interface BatchResult {
-  /** Events newly stored (duplicates of stored events are not counted). */
-  inserted: number;
-}
-
 export class EventWriter {
   readonly sensors = new SensorNames();
-  private readonly pool: pg.Pool | Promise<pg.Pool>;
-  private readonly enriched: EnrichedColumns;
-  private readonly spareFacts: AddressFacts[] = [];
-  private readonly spareWriters: BinaryCopyWriter[] = [];
-  private readonly spareBatches: EventBatch[] = [];
+  /** Encodes the rows of ip_hourly and addresses; one window at a time uses it (they take turns). */
+  readonly encoder = new BinaryCopyWriter();
+  /** The enrichment tables, loaded when a window first needs them (its commit), not before. */
+  readonly enricher: () => Enricher;
+  private readonly pool: pg.Pool;
   private readonly prepared = new WeakSet<pg.PoolClient>();
-  /** Days whose partitions exist (created by a committed window); recent ones only, as retention drops old ones. */
-  readonly ensuredDays = new Set<number>();
   /** The last window opened: the next one starts its transaction once this one has ended. */
   private last: Promise<unknown> = Promise.resolve();
 
-  /**
-   * `pool` may still be opening (the CLI's worker parses its first batch meanwhile): the first store waits
-   * for it, and fails with it. `enricher` is called when the enrichment tables are first needed (`idle`, or
-   * a window's commit), and not before: loading them takes tens of milliseconds.
-   */
-  constructor(pool: pg.Pool | Promise<pg.Pool>, enricher: () => Enricher) {
+  constructor(pool: pg.Pool, enricher: () => Enricher) {
     this.pool = pool;
-    this.enriched = new EnrichedColumns(enricher);
-  }
-
-  /**
-   * For a caller about to wait for the database: the writer's deferred set-up (the enrichment tables) is
-   * done now, in time that would otherwise be idle, rather than at the start or in a commit.
-   */
-  idle(): void {
-    this.enriched.tables();
+    this.enricher = enricher;
   }
 
   /** A new window; its transaction begins with its first batch, after the writer's previous window ended. */
   window(): IngestWindow {
-    const previous = this.last;
-    const window = new IngestWindow(this, this.spareFacts.pop() ?? new AddressFacts(), previous);
+    const window = new IngestWindow(this, this.last);
     this.last = window.ended;
     return window;
   }
 
-  /** Stores `events` in a window of their own (the demo, tests). */
-  async write(events: readonly AttackEvent[]): Promise<BatchResult> {
+  /** Stores `events` in a window of their own (the demo, tests); resolves with how many were new. */
+  async write(events: readonly AttackEvent[]): Promise<number> {
     for (let attempt = 1; ; attempt++) {
       const window = this.window();
-      const batch = window.batch();
+      const batch = new EventBatch(window.facts, this.sensors);
       try {
         for (const e of events) batch.add(e);
         if (batch.count) await window.store(batch);
-        return { inserted: await window.commit() };
+        return await window.commit();
       } catch (err) {
         await window.abort();
         // Only a deadlock with a transaction that does not take the attack-data lock is worth another try.
         if ((err as { code?: string }).code !== '40P01' || attempt >= DEADLOCK_ATTEMPTS) throw err;
-      } finally {
-        window.release(batch);
       }
     }
   }
 
-  /** @internal the pieces a window borrows */
+  /** @internal a connection for a window, with the staging tables made */
   async connect(): Promise<pg.PoolClient> {
-    return (await this.pool).connect();
-  }
-
-  /** @internal */
-  async prepare(client: pg.PoolClient): Promise<void> {
-    if (this.prepared.has(client)) return;
-    await client.query(STAGING);
-    this.prepared.add(client);
-  }
-
-  /** @internal a batch (recycled) folding into `facts` */
-  batchFor(facts: AddressFacts): EventBatch {
-    const batch = this.spareBatches.pop() ?? new EventBatch(facts, this.sensors);
-    batch.foldInto(facts);
-    return batch;
-  }
-
-  /** @internal */
-  releaseBatch(batch: EventBatch): void {
-    batch.clear();
-    // A few are enough: one being filled, one being stored, one for a window that is committing.
-    if (this.spareBatches.length < 3) this.spareBatches.push(batch);
-  }
-
-  /** @internal */
-  encoder(): BinaryCopyWriter {
-    return this.spareWriters.pop() ?? new BinaryCopyWriter();
-  }
-
-  /** @internal */
-  returnEncoder(out: BinaryCopyWriter): void {
-    out.clear();
-    this.spareWriters.push(out);
-  }
-
-  /** @internal */
-  returnFacts(facts: AddressFacts): void {
-    facts.clear();
-    this.spareFacts.push(facts);
-  }
-
-  /** @internal encoded enrichment of a slot's address */
-  enrichment(facts: AddressFacts, slot: number): string {
-    return this.enriched.of(facts, slot);
+    const client = await this.pool.connect();
+    if (!this.prepared.has(client)) {
+      await client.query(STAGING);
+      this.prepared.add(client);
+    }
+    return client;
   }
 }
 
@@ -342,7 +175,7 @@ export class EventWriter {
  * the window's address facts. A window is used by one caller at a time.
  */
 export class IngestWindow {
-  readonly facts: AddressFacts;
+  readonly facts = new AddressFacts();
   /** Resolves (never rejects) when the window has committed or rolled back. */
   readonly ended: Promise<void>;
   /** Events newly stored so far. */
@@ -358,33 +191,21 @@ export class IngestWindow {
   // After a batch held duplicates, the next ones are likely to (a file ingested again): they go the general
   // way at once, until one turns out all new.
   private direct = true;
-  /** Sensor names and days this window registered or created, to forget if it rolls back. */
+  /** Sensor names this window registered, to forget if it rolls back. */
   private readonly newSensors: string[] = [];
-  private readonly newDays = new Set<number>();
-  /** Days this window appended ip_hourly rows to (compaction merges them later). */
-  private readonly touchedDays = new Set<number>();
+  /** Days this window ensured the partitions of, and so appended ip_hourly rows to (compaction merges them). */
+  private readonly days = new Set<number>();
 
-  constructor(writer: EventWriter, facts: AddressFacts, previous: Promise<unknown>) {
+  constructor(writer: EventWriter, previous: Promise<unknown>) {
     this.writer = writer;
-    this.facts = facts;
     this.previous = previous;
     this.ended = new Promise((resolve) => (this.end = resolve));
   }
 
-  /** An empty batch folding into this window. */
-  batch(): EventBatch {
-    return this.writer.batchFor(this.facts);
-  }
-
-  /** Gives a batch back to the writer for reuse (by this window or another). */
-  release(batch: EventBatch): void {
-    this.writer.releaseBatch(batch);
-  }
-
   /** Stores a batch's events and ip_hourly rows. Resolves with the events newly stored. */
   async store(batch: EventBatch): Promise<number> {
-    const client = await this.begin();
     try {
+      const client = await this.begin();
       await this.registerSensors(client);
       await this.ensurePartitions(client, batch.days);
       const inserted = await this.insertEvents(client, batch);
@@ -400,22 +221,21 @@ export class IngestWindow {
   /** Writes the window's address facts and commits; resolves with the events newly stored by the window. */
   async commit(): Promise<number> {
     if (this.failed) throw this.failed;
-    if (this.client === undefined) {
+    const client = this.client;
+    if (client === undefined) {
       this.finish();
       return 0;
     }
-    const client = this.client;
     try {
+      await this.lookUpNewAddresses(client);
       await this.mergeAddresses(client);
-      await client.query('insert into ip_hourly_dirty (day) select unnest($1::date[]) on conflict do nothing', [[...this.touchedDays].map(dayText)]);
+      await client.query('insert into ip_hourly_dirty (day) select unnest($1::date[]) on conflict do nothing', [[...this.days].map(dayText)]);
       await client.query('commit');
     } catch (err) {
       this.failed ??= err as Error;
       await this.abort();
       throw err;
     }
-    const recent = firstSafeDay();
-    for (const day of this.newDays) if (day >= recent) this.writer.ensuredDays.add(day);
     this.finish();
     return this.inserted;
   }
@@ -423,9 +243,8 @@ export class IngestWindow {
   /** Rolls back (after a failure, or to give up); safe to call more than once. */
   async abort(): Promise<void> {
     if (this.done) return;
-    const client = this.client;
-    if (client) {
-      await client.query('rollback').catch(() => undefined);
+    if (this.client) {
+      await this.client.query('rollback').catch(() => undefined);
       for (const name of this.newSensors) this.writer.sensors.register(name, -1);
     }
     this.finish(this.failed);
@@ -437,7 +256,6 @@ export class IngestWindow {
     // A connection that failed mid-window (e.g. a COPY cut short) is closed rather than reused.
     this.client?.release(failure);
     this.client = undefined;
-    this.writer.returnFacts(this.facts);
     this.end();
   }
 
@@ -445,11 +263,9 @@ export class IngestWindow {
     if (this.failed) throw this.failed;
     if (this.client) return this.client;
     await this.previous;
-    const client = await this.writer.connect();
-    this.client = client;
-    await this.writer.prepare(client);
-    await client.query(`begin; select pg_advisory_xact_lock(${ATTACK_DATA_LOCK})`);
-    return client;
+    this.client = await this.writer.connect();
+    await this.client.query(`begin; select pg_advisory_xact_lock(${ATTACK_DATA_LOCK})`);
+    return this.client;
   }
 
   private async registerSensors(client: pg.PoolClient): Promise<void> {
@@ -461,14 +277,11 @@ export class IngestWindow {
     this.newSensors.push(...names);
   }
 
-  /** Creates the missing daily partitions; days this writer ensured are skipped unless retention may have dropped them. */
   private async ensurePartitions(client: pg.PoolClient, days: Set<number>): Promise<void> {
-    const recent = firstSafeDay();
-    for (const d of days) this.touchedDays.add(d);
-    const needed = [...days].filter((d) => (d < recent || !this.writer.ensuredDays.has(d)) && !this.newDays.has(d));
+    const needed = [...days].filter((d) => !this.days.has(d));
     if (!needed.length) return;
     await client.query('select ensure_attack_partitions(d, d) from unnest($1::date[]) as d', [needed.map(dayText)]);
-    for (const d of needed) this.newDays.add(d);
+    for (const d of needed) this.days.add(d);
   }
 
   /** Stores the batch's events that are not stored yet, with their ip_hourly rows; returns how many that was. */
@@ -476,20 +289,21 @@ export class IngestWindow {
     if (this.direct) {
       await client.query('savepoint direct_copy');
       try {
-        for (const [day, rows] of batch.rowsByDay()) {
-          await copyInto(client, `copy ${partitionOf(day)} (${EVENT_COLUMNS}) from stdin with (format binary)`, rows);
-        }
+        await copyInto(client, `copy events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
         await client.query('release savepoint direct_copy');
-        await this.appendHourly(client, batch.hourly);
+        if (batch.hourly.count) {
+          const out = this.writer.encoder;
+          out.clear();
+          encodeHourly(out, batch.hourly, this.facts, this.dbId);
+          await copyInto(client, `copy ip_hourly (${HOURLY_COLUMNS}) from stdin with (format binary)`, out.stream());
+        }
         return batch.count;
       } catch (err) {
         if ((err as { code?: string }).code !== '23505') throw err;
         await client.query('rollback to savepoint direct_copy; release savepoint direct_copy');
       }
     }
-    for (const [, rows] of batch.rowsByDay()) {
-      await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, rows);
-    }
+    await copyInto(client, `copy staging_events (${EVENT_COLUMNS}) from stdin with (format binary)`, batch.rows());
     const { rows } = await client.query<{ inserted: number }>(INSERT_NEW_EVENTS);
     await client.query('truncate staging_events');
     const inserted = rows[0]?.inserted ?? 0;
@@ -497,87 +311,77 @@ export class IngestWindow {
     return inserted;
   }
 
-  private async appendHourly(client: pg.PoolClient, hourly: HourlyRows): Promise<void> {
-    if (hourly.count === 0) return;
-    const out = this.writer.encoder();
-    try {
-      encodeHourly(out, hourly, this.facts, this.dbId);
-      await copyInto(client, 'copy ip_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen) from stdin with (format binary)', out.stream());
-    } finally {
-      this.writer.returnEncoder(out);
-    }
-  }
-
   /** Marks which of the addresses met since the last look-up are in `addresses` already. */
   private async lookUpNewAddresses(client: pg.PoolClient): Promise<void> {
     const facts = this.facts;
     const from = facts.checked;
-    const to = facts.size;
-    if (from === to) return;
-    const { v4, v4Slots, v6, v6Slots } = addressesToLookUp(facts, from, to);
-    facts.checked = to;
-    const { rows } = await client.query<{ i: number }>(KNOWN_ADDRESSES, [v4, v6]);
-    for (const { i } of rows) facts.known[i > 0 ? (v4Slots[i - 1] as number) : (v6Slots[-i - 1] as number)] = 1;
+    if (from === facts.size) return;
+    const texts = Array.from({ length: facts.size - from }, (_, i) => facts.address(from + i).text);
+    facts.checked = facts.size;
+    const { rows } = await client.query<{ i: number }>(KNOWN_ADDRESSES, [texts]);
+    for (const { i } of rows) facts.known[from + i - 1] = 1;
   }
 
-  /** Writes the window's address facts: new addresses inserted, known ones updated. */
+  /** Writes the window's address facts: new addresses inserted (with their enrichment), known ones updated. */
   private async mergeAddresses(client: pg.PoolClient): Promise<void> {
     const facts = this.facts;
-    if (facts.size === 0) return;
-    await this.lookUpNewAddresses(client);
-    const out = this.writer.encoder();
-    // Once the window's last batch is stored, its sensors are ordered in place for the rows (local numbers
-    // become sensors.id).
-    const encode = (slot: number) => {
-      out.row(21);
-      if (facts.isV4(slot)) out.inet4(facts.v4(slot));
-      else out.inet(facts.address(slot));
-      out.timestamp(facts.firstSeen[slot] as number);
-      out.timestamp(facts.lastSeen[slot] as number);
-      out.timestamp(orNull(facts.lastHoneypot[slot] as number));
-      out.timestamp(orNull(facts.lastTelescope[slot] as number));
-      out.timestamp(orNull(facts.lastInteraction[slot] as number));
-      out.timestamp(orNull(facts.lastHigh[slot] as number));
-      out.timestamp(orNull(facts.lastCritical[slot] as number));
-      out.timestampArray(facts.serviceLast, slot * SERVICES.length, SERVICES.length, true);
-      const sensorCount = facts.orderSensors(slot, this.dbId);
-      out.int32Array(facts.sensorLocal, slot * MAX_SENSORS, sensorCount);
-      out.timestampArray(facts.sensorTime, slot * MAX_SENSORS, sensorCount);
-      // A known address keeps its enrichment (the update does not read these columns): no lookup for it.
-      if (facts.known[slot] === 1) for (let c = 0; c < ENRICHMENT_COLUMNS; c++) out.null();
-      else out.raw(this.writer.enrichment(facts, slot));
-    };
-    // In key order: see slotsInAddressOrder.
-    const order = facts.slotsInAddressOrder();
-    const slots = (known: 0 | 1) =>
-      (function* () {
-        for (let i = 0; i < order.length; i++) if (facts.known[order[i] as number] === known) yield order[i] as number;
-      })();
-    let anyKnown = false;
-    for (let slot = 0; slot < facts.size && !anyKnown; slot++) anyKnown = facts.known[slot] === 1;
-    try {
-      await copyEncoded(client, `copy addresses (${ADDRESS_COLUMNS}) from stdin with (format binary)`, out, slots(0), encode);
-      if (anyKnown) {
-        await copyEncoded(client, 'copy staging_addresses from stdin with (format binary)', out, slots(1), encode);
-        await client.query(UPDATE_KNOWN_ADDRESSES);
-      }
-    } finally {
-      this.writer.returnEncoder(out);
+    const out = this.writer.encoder;
+    out.clear();
+    const enricher = this.writer.enricher();
+    for (let slot = 0; slot < facts.size; slot++) if (facts.known[slot] === 0) encodeNewAddress(out, facts, slot, this.dbId, enricher);
+    if (!out.empty) await copyInto(client, `copy addresses (${ADDRESS_COLUMNS}) from stdin with (format binary)`, out.stream());
+    out.clear();
+    // A known address keeps its enrichment (the update does not read those columns): no lookup for it.
+    for (let slot = 0; slot < facts.size; slot++) {
+      if (facts.known[slot] === 0) continue;
+      encodeFacts(out, facts, slot, this.dbId);
+      for (let c = 0; c < ENRICHMENT_COLUMNS; c++) out.null();
     }
+    if (out.empty) return;
+    await copyInto(client, `copy staging_addresses (${ADDRESS_COLUMNS}) from stdin with (format binary)`, out.stream());
+    await client.query(UPDATE_KNOWN_ADDRESSES);
   }
 }
 
-/**
- * The first UTC day whose partitions retention cannot have dropped since this process saw them made (it
- * keeps 30 days and a margin; 25 leaves room), so that the writer may remember them as existing.
- */
-const firstSafeDay = () => Math.floor(Date.now() / DAY) - 25;
+/** A new address's row: its facts, then its enrichment. */
+function encodeNewAddress(out: BinaryCopyWriter, facts: AddressFacts, slot: number, dbId: (local: number) => number, enricher: Enricher): void {
+  encodeFacts(out, facts, slot, dbId);
+  const x = enricher.enrich(facts.address(slot));
+  out.text(x.country);
+  out.text(x.province);
+  out.text(x.city);
+  out.text(x.carrier);
+  out.text(x.isp);
+  out.int32(x.asn);
+  out.text(x.asName);
+  out.text(x.net);
+  out.text(x.scannerKind);
+  out.text(x.scannerOrg);
+}
 
 /**
- * A batch's ip_hourly rows, in the column order of appendHourly's COPY. A function of its own, as is every
- * loop over rows here: V8 then optimizes it as a whole after a few calls. Inside a longer async method the
- * loop was compiled on its own each call, and the code after it recompiled each time (~10 ms a batch).
+ * The activity columns of an address row (ip … sensor_last), its sensors ordered in place as `addresses` keeps
+ * them (local numbers become sensors.id). A function of its own, as is every loop over rows here: V8 then
+ * optimizes it as a whole.
  */
+function encodeFacts(out: BinaryCopyWriter, facts: AddressFacts, slot: number, dbId: (local: number) => number): void {
+  out.row(21);
+  if (facts.isV4(slot)) out.inet4(facts.v4(slot));
+  else out.inet(facts.address(slot));
+  out.timestamp(facts.firstSeen[slot] as number);
+  out.timestamp(facts.lastSeen[slot] as number);
+  out.timestamp(orNull(facts.lastHoneypot[slot] as number));
+  out.timestamp(orNull(facts.lastTelescope[slot] as number));
+  out.timestamp(orNull(facts.lastInteraction[slot] as number));
+  out.timestamp(orNull(facts.lastHigh[slot] as number));
+  out.timestamp(orNull(facts.lastCritical[slot] as number));
+  out.timestampArray(facts.serviceLast, slot * SERVICES.length, SERVICES.length);
+  const sensorCount = facts.orderSensors(slot, dbId);
+  out.int4Array(facts.sensorLocal, slot * MAX_SENSORS, sensorCount);
+  out.timestampArray(facts.sensorTime, slot * MAX_SENSORS, sensorCount);
+}
+
+/** A batch's ip_hourly rows, in the column order of HOURLY_COLUMNS. */
 function encodeHourly(out: BinaryCopyWriter, hourly: HourlyRows, facts: AddressFacts, dbId: (local: number) => number): void {
   for (let r = 0; r < hourly.count; r++) {
     const slot = hourly.slot[r] as number;
@@ -589,36 +393,12 @@ function encodeHourly(out: BinaryCopyWriter, hourly: HourlyRows, facts: AddressF
     out.int32(hourly.services[r] as number);
     out.int16(hourly.sources[r] as number);
     out.int16(hourly.maxAction[r] as number);
-    out.uint16Array(hourly.ports, r * MAX_PORTS, hourly.portCount[r]);
-    out.idArray(hourly.sensors[r] as number[], dbId, hourly.sensorCount[r]);
+    out.int4Array(hourly.ports, r * MAX_PORTS, hourly.portCount[r]);
+    out.int4Array((hourly.sensors[r] as number[]).slice(0, hourly.sensorCount[r]).map(dbId).sort((a, b) => a - b));
     out.timestamp(hourly.firstSeen[r] as number);
     out.timestamp(hourly.lastSeen[r] as number);
   }
 }
 
-/**
- * The addresses of slots [from, to) as KNOWN_ADDRESSES takes them, with their slots. IPv4 ones go as one
- * array literal: pg would quote and escape each of ~80,000 numbers itself. (A function of its own: see
- * encodeHourly.)
- */
-function addressesToLookUp(facts: AddressFacts, from: number, to: number): { v4: string; v4Slots: number[]; v6: string[]; v6Slots: number[] } {
-  let v4 = '{';
-  const v4Slots: number[] = [];
-  const v6: string[] = [];
-  const v6Slots: number[] = [];
-  for (let slot = from; slot < to; slot++) {
-    if (facts.isV4(slot)) {
-      v4 += v4Slots.length === 0 ? String(facts.v4(slot)) : `,${facts.v4(slot)}`;
-      v4Slots.push(slot);
-    } else {
-      v6.push(facts.address(slot).text);
-      v6Slots.push(slot);
-    }
-  }
-  return { v4: `${v4}}`, v4Slots, v6, v6Slots };
-}
-
-/** The partition of `events` holding a UTC day (ensure_attack_partitions names them so). */
-const partitionOf = (day: number) => `events_${dayText(day).replaceAll('-', '')}`;
 const dayText = (day: number) => new Date(day * DAY).toISOString().slice(0, 10);
 const orNull = (t: number): number | null => (t === 0 ? null : t);

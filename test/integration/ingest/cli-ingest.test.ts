@@ -71,8 +71,7 @@ describe('blockfeed ingest', () => {
     expect(missing.stderr).toContain('/nonexistent.log: cannot read (ENOENT)');
   });
 
-  // The worker has its job, and parses, before the main thread has loaded the configuration.
-  it('fails cleanly on a bad configuration, or a store it cannot open, after parsing has begun', async () => {
+  it('fails cleanly on a bad configuration, or a store it cannot open', async () => {
     const before = await counts();
     const badConfig = await runCli(['ingest', sample('cowrie.json'), '--format', 'cowrie'], { DATABASE_URL: db.url, LOG_LEVEL: 'loud' });
     expect(badConfig.code).not.toBe(0);

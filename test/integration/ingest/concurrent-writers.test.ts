@@ -57,7 +57,7 @@ describe('concurrent writers', () => {
       writers.map(async (w, k) => {
         let inserted = 0;
         const order = shuffled(all, 11 + k);
-        for (let i = 0; i < order.length; i += 100) inserted += (await w.write(order.slice(i, i + 100))).inserted;
+        for (let i = 0; i < order.length; i += 100) inserted += await w.write(order.slice(i, i + 100));
         return inserted;
       }),
     );

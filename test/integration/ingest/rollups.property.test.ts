@@ -7,6 +7,7 @@ import { parseAddress } from '../../../api-server/enrich/address.ts';
 import { sharedEnricher } from '../../../api-server/enrich/enricher.ts';
 import type { Action } from '../../../api-server/classify/classification.ts';
 import { withId, type AttackEvent } from '../../../api-server/ingest/event.ts';
+import { EventBatch } from '../../../api-server/ingest/batch.ts';
 import { EventWriter } from '../../../api-server/ingest/writer.ts';
 import { compactHourly } from '../../../api-server/retention/compaction.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
@@ -83,13 +84,9 @@ async function writeWindow(writer: EventWriter, batches: AttackEvent[][]): Promi
   const window = writer.window();
   try {
     for (const events of batches) {
-      const batch = window.batch();
+      const batch = new EventBatch(window.facts, writer.sensors);
       for (const e of events) batch.add(e);
-      try {
-        if (batch.count) await window.store(batch);
-      } finally {
-        window.release(batch);
-      }
+      if (batch.count) await window.store(batch);
     }
     await window.commit();
   } finally {

@@ -2,7 +2,7 @@
 // however its input is cut into windows and batches, what it stores is the same.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedEnricher } from '../../../api-server/enrich/enricher.ts';
-import { parserFor } from '../../../api-server/ingest/formats/index.ts';
+import { parserFor } from '../../../api-server/ingest/parsers/index.ts';
 import { ingest, type IngestOptions } from '../../../api-server/ingest/pipeline.ts';
 import { EventWriter } from '../../../api-server/ingest/writer.ts';
 import { cowrieLines } from '../../../bench/cowrie-gen.ts';
@@ -38,7 +38,7 @@ async function stored() {
   return rows[0];
 }
 
-async function ingestLines(options: Omit<IngestOptions, 'writer'>, stream: AsyncIterable<string> | Iterable<string> = [`${LINES.join('\n')}\n`]) {
+async function ingestLines(options: Omit<IngestOptions, 'writer'>, stream: AsyncIterable<string | Buffer> | Iterable<string | Buffer> = [`${LINES.join('\n')}\n`]) {
   await db.pool.query('truncate events, ip_hourly, addresses, ip_hourly_dirty');
   const writer = new EventWriter(db.pool, sharedEnricher);
   return ingest([{ name: 'test', stream, parser: parserFor('cowrie') }], { writer, ...options });
@@ -51,6 +51,18 @@ describe('ingest windows', () => {
     expect(one.inserted).toBe(LINES.length);
     const many = await ingestLines({ batchSize: 97, windowLimits: { addresses: 40 } });
     expect(many.inserted).toBe(LINES.length);
+    expect(await stored()).toEqual(whole);
+  });
+
+  it('read a line cut across chunks as one line, though the input refills its chunk meanwhile', async () => {
+    const text = Buffer.from(`${LINES.slice(0, 300).join('\n')}\n`);
+    await ingestLines({}, [text]);
+    const whole = await stored();
+    const refilled = Buffer.alloc(997);
+    const chunks = function* () {
+      for (let at = 0; at < text.length; at += refilled.length) yield refilled.subarray(0, text.copy(refilled, 0, at, at + refilled.length));
+    };
+    expect((await ingestLines({}, chunks())).lines).toBe(300);
     expect(await stored()).toEqual(whole);
   });
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { eventId, requireTime, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
-import { parserFor, type InputFormat } from '../../../api-server/ingest/formats/index.ts';
+import { parserFor, type InputFormat } from '../../../api-server/ingest/parsers/index.ts';
 
 const sample = (name: string) => fileURLToPath(new URL(`../../../examples/sensor-logs/${name}`, import.meta.url));
 
@@ -15,7 +15,7 @@ async function parseSample(name: string, format: InputFormat, sensor?: string) {
   lines.forEach((text, i) => {
     const line = text.endsWith('\r') ? text.slice(0, -1) : text;
     if (line.trim() === '') return;
-    const r: LineResult = parse(line);
+    const r: LineResult = parse.line(line);
     if ('event' in r) events.push(r.event);
     else if ('error' in r) errors.push(`${i + 1}: ${r.error}`);
     else skipped++;
@@ -126,7 +126,7 @@ describe('telescope-csv parser on examples/sensor-logs/telescope.csv', () => {
 
   it('refuses a header without the required columns', () => {
     const parse = parserFor('telescope-csv');
-    expect(parse('time,ip,port')).toEqual({ error: 'header must name ts,src_ip,dst_port,proto (missing ts, src_ip, dst_port, proto)' });
+    expect(parse.line('time,ip,port')).toEqual({ error: 'header must name ts,src_ip,dst_port,proto (missing ts, src_ip, dst_port, proto)' });
   });
 });
 

@@ -1,6 +1,6 @@
 // The input formats `blockfeed ingest --format` and POST /internal/v1/events accept.
 import type { LineParser, ParserOptions } from '../event.ts';
-import { cowrieParser } from './cowrie.ts';
+import { cowrieParser } from './cowrie/parse.ts';
 import { nativeParser } from './native.ts';
 import { opencanaryParser } from './opencanary.ts';
 import { telescopeCsvParser } from './telescope-csv.ts';

@@ -17,16 +17,16 @@ function fields(line: string): string[] {
 
 export function telescopeCsvParser(options: ParserOptions = {}): LineParser {
   let columns: Map<string, number> | undefined;
-  return (line) =>
+  const line = (text: string) =>
     guarded(() => {
       if (!columns) {
-        const names = fields(line).map((n) => n.toLowerCase());
+        const names = fields(text).map((n) => n.toLowerCase());
         const missing = REQUIRED.filter((r) => !names.includes(r));
         if (missing.length) throw new FieldError(`header must name ${REQUIRED.join(',')} (missing ${missing.join(', ')})`);
         columns = new Map(names.map((n, i) => [n, i]));
         return { skip: true };
       }
-      const f = fields(line);
+      const f = fields(text);
       if (f.length < columns.size) throw new FieldError(`expected ${columns.size} fields, found ${f.length}`);
       const at = (name: string) => {
         const i = columns?.get(name);
@@ -49,4 +49,5 @@ export function telescopeCsvParser(options: ParserOptions = {}): LineParser {
         }),
       };
     });
+  return { line };
 }

@@ -1,16 +1,16 @@
-// `native`: blockfeed's own NDJSON, one event a line (DESIGN.md "Ingest"):
+// `native`: blockfeed's own NDJSON, one event a line (README "Ingesting sensor logs"):
 // {"ts","src_ip","dst_port","service","source","sensor","command"} with optional proto, username, id, action.
 import { SOURCES, type Source } from '../../../common/vocabulary.ts';
+import type { Action } from '../../classify/classification.ts';
 import {
   FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor, withId,
   type LineParser, type ParserOptions,
 } from '../event.ts';
-import type { Action } from '../../classify/classification.ts';
 
 export function nativeParser(options: ParserOptions = {}): LineParser {
-  return (line) =>
+  const line = (text: string) =>
     guarded(() => {
-      const o = parseJsonObject(line);
+      const o = parseJsonObject(text);
       const source = o.source ?? 'honeypot';
       if (typeof source !== 'string' || !(SOURCES as readonly string[]).includes(source)) {
         throw new FieldError(`source ${JSON.stringify(source)} is not one of ${SOURCES.join(', ')}`);
@@ -42,4 +42,5 @@ export function nativeParser(options: ParserOptions = {}): LineParser {
         ),
       };
     });
+  return { line };
 }

@@ -5,8 +5,8 @@ import {
   FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor, withId,
   type LineParser, type ParserOptions,
 } from '../event.ts';
-import type { Action } from '../../classify/classification.ts';
 import type { Service } from '../../../common/vocabulary.ts';
+import type { Action } from '../../classify/classification.ts';
 
 interface LogType {
   action: Action;
@@ -54,9 +54,9 @@ function logdataText(logdata: unknown, key: string): string | null {
 }
 
 export function opencanaryParser(options: ParserOptions = {}): LineParser {
-  return (line) =>
+  const line = (text: string) =>
     guarded(() => {
-      const o = parseJsonObject(line);
+      const o = parseJsonObject(text);
       const code = typeof o.logtype === 'string' ? Number(o.logtype) : o.logtype;
       if (typeof code !== 'number' || !Number.isInteger(code)) throw new FieldError('logtype is missing');
       // 1000-1999 are the canary's own messages (boot, ping, errors); 99000+ are user-defined.
@@ -83,4 +83,5 @@ export function opencanaryParser(options: ParserOptions = {}): LineParser {
         }),
       };
     });
+  return { line };
 }
