@@ -124,7 +124,11 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
   /** Stores what has been read and closes the window (its commit goes on in the background). */
   const closeWhatIsRead = async () => {
     if (batch.count) await storeBatch();
-    if (openedAt !== 0) closeWindow();
+    if (openedAt !== 0) {
+      closeWindow();
+      // Empty now: what it gets from here on belongs to the new window.
+      batch.reuse(window.facts);
+    }
   };
 
   try {

@@ -66,7 +66,9 @@ describe('ingest windows', () => {
     expect(await stored()).toEqual(whole);
   });
 
-  it('commit what a stream has sent when it pauses, before it ends', async () => {
+  it('commit what a stream has sent when it pauses, before it ends, and store what follows as the rest', async () => {
+    await ingestLines({}, [`${LINES.slice(0, 200).join('\n')}\n`]);
+    const atOnce = await stored();
     let committedDuringPause: string | undefined;
     const stream = async function* () {
       yield `${LINES.slice(0, 100).join('\n')}\n`;
@@ -82,5 +84,7 @@ describe('ingest windows', () => {
     const stats = await ingestLines({ windowLimits: { idleMilliseconds: 100 } }, stream());
     expect(committedDuringPause).toBe('100');
     expect(stats.inserted).toBe(200);
+    // The lines after the pause went into a new window: their addresses and rollups too.
+    expect(await stored()).toEqual(atOnce);
   });
 });
