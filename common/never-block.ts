@@ -3,6 +3,7 @@
 // RFC 6890 special-purpose space that is not globally reachable. The documentation ranges (192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32) are deliberately absent: they never carry real traffic, so
 // listing them harms nobody, and the demo data and tests use them as attacker addresses.
+import ipaddr from 'ipaddr.js';
 
 /** Ranges no blocklist may contain: loopback, private, link-local, CGNAT, multicast and other reserved space. */
 export const NEVER_BLOCK: readonly string[] = [
@@ -26,3 +27,26 @@ export const NEVER_BLOCK: readonly string[] = [
   'fe80::/10', // link-local
   'ff00::/8', // multicast
 ];
+
+// The table as ranges, for testing one address at a time (the ingest tests every source).
+const V4_RANGES: [number, number][] = [];
+const V6_RANGES: [bigint, bigint][] = [];
+for (const cidr of NEVER_BLOCK) {
+  const [network, length] = ipaddr.parseCIDR(cidr);
+  const bytes = network.toByteArray();
+  const bits = bytes.length * 8;
+  const first = bytes.reduce((n, b) => (n << 8n) | BigInt(b), 0n);
+  const last = first | ((1n << BigInt(bits - length)) - 1n);
+  if (bits === 32) V4_RANGES.push([Number(first), Number(last)]);
+  else V6_RANGES.push([first, last]);
+}
+
+/** Whether an IPv4 address (as an unsigned 32-bit number) lies in never-block space. */
+export function isNeverBlockV4(address: number): boolean {
+  return V4_RANGES.some(([first, last]) => address >= first && address <= last);
+}
+
+/** Whether an IPv6 address (as a 128-bit number) lies in never-block space. */
+export function isNeverBlockV6(address: bigint): boolean {
+  return V6_RANGES.some(([first, last]) => address >= first && address <= last);
+}

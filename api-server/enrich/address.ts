@@ -2,6 +2,7 @@
 // prints it) and a number (IPv4) or two 64-bit halves (IPv6). Pure.
 import ipaddr from 'ipaddr.js';
 import { formatIPv4, parseIPv4 } from '../../common/ipv4.ts';
+import { isNeverBlockV4, isNeverBlockV6 } from '../../common/never-block.ts';
 
 export type Address =
   | { readonly kind: 4; readonly text: string; readonly num: number }
@@ -46,4 +47,12 @@ export function parseCidr(cidr: string): { first: Address; last: Address } {
   const end = full | hostMask;
   const mask64 = (1n << 64n) - 1n;
   return { first, last: { kind: 6, text: '', hi: end >> 64n, lo: end & mask64 } };
+}
+
+/**
+ * Whether an address is not globally reachable (private, loopback, CGNAT, ...: common/never-block.ts). Such
+ * a source is a sensor's own network or a health check, never an attacker to list.
+ */
+export function isNonGlobal(a: Address): boolean {
+  return a.kind === 4 ? isNeverBlockV4(a.num) : isNeverBlockV6((a.hi << 64n) | a.lo);
 }

@@ -44,7 +44,7 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   });
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
-  if (ingestToken) await app.register(ingestRoute, { pool: db.pool, token: ingestToken });
+  if (ingestToken) await app.register(ingestRoute, { pool: db.pool, registry, token: ingestToken });
   await app.register(blocklistApi, { pool: db.pool, log, registry, config, clock });
   return app;
 }

@@ -3,9 +3,8 @@
 // maximum (or, for first_seen, a minimum), so folding in an event that turns out to be stored already changes
 // nothing — which is why a window folds every parsed event here without waiting to learn which were new.
 //
-// Kept in typed arrays indexed by a slot per address, not in objects: a window holds up to hundreds of
-// thousands of addresses for seconds, and as objects they would be promoted and traced by every major
-// collection (~1 s of CPU per million Cowrie lines, measured). Pure apart from the arrays it owns.
+// Typed arrays indexed by a slot per address, not objects: a window holds up to hundreds of thousands of
+// addresses, which as objects every major collection would trace. Pure apart from the arrays it owns.
 import { SERVICES } from '../../common/vocabulary.ts';
 import { formatIPv4 } from '../../common/ipv4.ts';
 import { type Address } from '../enrich/address.ts';

@@ -1,7 +1,6 @@
-// One batch of parsed events on its way to the database, held in the form the database takes it: the events
-// as binary `COPY` rows (copy-binary.ts) in a byte buffer, their ip_hourly rows, and — folded into the
-// window's AddressFacts as each event arrives — their per-address facts. A batch keeps no object per event,
-// and the pipeline reuses two (one filling while the other is stored), so memory is bounded by the batch size.
+// One batch of parsed events in the form the database takes: binary `COPY` rows (copy-binary.ts), their
+// ip_hourly rows, and their facts folded into the window's AddressFacts. No object per event; the pipeline
+// reuses two batches (one filling, one being stored), so memory is bounded by the batch size.
 //
 // Events arrive two ways: as AttackEvent objects from the parsers, and as a RawEvent — byte ranges of the
 // line itself — from a parser's byte reader, which makes no strings of the fields. Both ways give the same

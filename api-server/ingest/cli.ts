@@ -1,11 +1,9 @@
 // `blockfeed ingest [FILE...|-] --format F [--sensor ID]`: bulk-loads sensor logs. Rejected lines are printed
 // as `file:line: reason`; exit 0 = all stored, 1 = some lines rejected, 2 = nothing stored.
 //
-// The ingest itself runs in a worker thread (run.ts) whose heap is bounded by `resourceLimits`: a small young
-// generation (the parse loop makes garbage fast, and V8 would otherwise grow the nursery to ~64 MB: a peak RSS
-// over 300 MB instead of ~265 MB for a million Cowrie lines) and a capped old generation, so peak memory is
-// set here by design rather than by how far V8 lets heaps grow. The main thread checks the arguments, relays
-// the worker's messages and prints.
+// The ingest runs in a worker thread (run.ts) with a bounded heap: a small young generation (the parse loop
+// makes garbage fast, and V8 would grow the nursery past a 300 MB peak RSS) and a capped old one, so peak
+// memory is set by design. The main thread checks the arguments, relays the worker's messages and prints.
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { Option, type Command } from 'commander';
@@ -94,7 +92,8 @@ export function registerIngestCommands(program: Command): void {
       if (stats.rejected > MAX_PRINTED_REJECTIONS) process.stderr.write(`… and ${stats.rejected - MAX_PRINTED_REJECTIONS} more rejected lines\n`);
       process.stdout.write(
         `${stats.inserted} new events stored from ${stats.lines} lines` +
-          ` (${stats.accepted - stats.inserted} already stored, ${stats.rejected} rejected, ${stats.skipped} without an attack)\n`,
+          ` (${stats.accepted - stats.inserted} already stored, ${stats.rejected} rejected, ${stats.skipped} without an attack,` +
+          ` ${stats.nonGlobal} from non-global sources, not stored)\n`,
       );
       process.exitCode = exitCodeOf(stats);
     });

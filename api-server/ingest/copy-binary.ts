@@ -1,8 +1,7 @@
-// PostgreSQL's binary COPY format, written straight into a reusable byte buffer: a header, then per row a
-// field count and each field as a 32-bit length (-1 = NULL) followed by the type's binary "send" form, then a
-// trailer. PostgreSQL takes timestamps, uuids, addresses and arrays as the bytes it stores instead of parsing
-// their text (for a million events ~0.9 s less of its CPU than text COPY, measured), and the writer formats
-// no strings. Pure apart from the buffer it owns.
+// PostgreSQL's binary COPY format in a reusable byte buffer: a header, per row a field count and each field as
+// a 32-bit length (-1 = NULL) and the type's binary "send" form, then a trailer. PostgreSQL then takes
+// timestamps, uuids, addresses and arrays as stored bytes instead of parsing text (~0.9 s of its CPU per
+// million events). Pure apart from the buffer it owns.
 import type { Address } from '../enrich/address.ts';
 
 /** 'PGCOPY\n\377\r\n\0', then 32-bit flags and header-extension length, both 0. */

@@ -2,11 +2,14 @@
 // overlaps with the database storing the previous one (two cores: Node parses while PostgreSQL inserts).
 // Lines are cut from the input's bytes; a parser's byte reader, if it has one, gets first go at each line,
 // and only the lines it declines become strings for the parser itself. Bad lines are reported through
-// `onReject` and never stop the rest.
+// `onReject` and never stop the rest. Events from non-global sources are counted and dropped here, so no list,
+// rollup or classification ever sees them.
 //
 // Windows (one transaction each, writer.ts) close when they hold many addresses, have been open a while, or
 // the input pauses, so a stream from a live sensor becomes visible within a second or so of going quiet.
 import { setImmediate } from 'node:timers/promises';
+import { isNeverBlockV4 } from '../../common/never-block.ts';
+import { isNonGlobal } from '../enrich/address.ts';
 import { EventBatch } from './batch.ts';
 import { RawEvent, type LineParser } from './event.ts';
 import type { EventWriter, IngestWindow } from './writer.ts';
@@ -19,11 +22,13 @@ export interface IngestStats {
   inserted: number;
   /** Housekeeping lines of a sensor that carry no attack (Cowrie kex, OpenCanary boot, CSV header). */
   skipped: number;
+  /** Events from non-global sources (a sensor's own network, a health check): never stored or listed. */
+  nonGlobal: number;
   rejected: number;
   bytes: number;
 }
 
-export const emptyStats = (): IngestStats => ({ lines: 0, accepted: 0, inserted: 0, skipped: 0, rejected: 0, bytes: 0 });
+export const emptyStats = (): IngestStats => ({ lines: 0, accepted: 0, inserted: 0, skipped: 0, nonGlobal: 0, rejected: 0, bytes: 0 });
 
 export interface IngestInput {
   /** Name shown in rejections (`file:line: reason`). */
@@ -42,14 +47,10 @@ export interface WindowLimits {
   idleMilliseconds: number;
 }
 
-/**
- * Events per batch (a COPY each). Fewer, larger batches cost PostgreSQL less (each has a few round trips and
- * its own partial ip_hourly rows); 50,000 keeps the two batches (one filling, one being stored) within some
- * 20 MB (bench/ingest: 10,000 → 50,000 took ~10% off a million events; 100,000 saved no more).
- */
+/** Events per batch (a COPY each): larger batches cost PostgreSQL fewer round trips; two fit in ~20 MB. */
 export const DEFAULT_BATCH_SIZE = 50_000;
 
-export const DEFAULT_WINDOW_LIMITS: WindowLimits = { addresses: 200_000, milliseconds: 10_000, idleMilliseconds: 1_000 };
+const DEFAULT_WINDOW_LIMITS: WindowLimits = { addresses: 200_000, milliseconds: 10_000, idleMilliseconds: 1_000 };
 
 export interface IngestOptions {
   writer: EventWriter;
@@ -142,18 +143,23 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
         if (end > start && buf[end - 1] === 13) end--;
         const read = parser.bytes?.(buf, start, end, raw) ?? 'declined';
         if (read !== 'declined') {
-          if (read === 'event') {
+          if (read === 'skip') stats.skipped++;
+          else if (isNeverBlockV4(raw.src)) stats.nonGlobal++;
+          else {
             stats.accepted++;
             batch.addRaw(raw);
-          } else stats.skipped++;
+          }
           return;
         }
         const line = buf.toString('utf8', start, end);
         if (line.trim() === '') return;
         const result = parser.line(line);
         if ('event' in result) {
-          stats.accepted++;
-          batch.add(result.event);
+          if (isNonGlobal(result.event.src)) stats.nonGlobal++;
+          else {
+            stats.accepted++;
+            batch.add(result.event);
+          }
         } else if ('error' in result) {
           stats.rejected++;
           onReject?.(`${input.name}:${number}: ${result.error}`);

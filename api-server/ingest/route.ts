@@ -4,13 +4,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type pg from 'pg';
+import { Counter, type Registry } from 'prom-client';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { INPUT_FORMATS, parserFor, type InputFormat } from './parsers/index.ts';
 import { ingest } from './pipeline.ts';
 import { EventWriter } from './writer.ts';
 
-export interface IngestRouteOptions {
+interface IngestRouteOptions {
   pool: pg.Pool;
+  registry: Registry;
   token: string;
   /** Largest body accepted, bytes (default 32 MiB). */
   bodyLimit?: number;
@@ -26,8 +28,13 @@ function problem(reply: FastifyReply, status: number, title: string, detail: str
     .send({ type: 'about:blank', title, status, detail, ...(errors ? { errors } : {}) });
 }
 
-export async function ingestRoute(app: FastifyInstance, { pool, token, bodyLimit = 32 * 1024 * 1024 }: IngestRouteOptions): Promise<void> {
+export async function ingestRoute(app: FastifyInstance, { pool, registry, token, bodyLimit = 32 * 1024 * 1024 }: IngestRouteOptions): Promise<void> {
   const expected = digest(token);
+  const nonGlobal = new Counter({
+    name: 'blockfeed_ingest_non_global_events_total',
+    help: 'Pushed events from non-global source addresses, dropped (never stored or listed)',
+    registers: [registry],
+  });
   let writer: EventWriter | undefined;
   // Bodies are log text, parsed line by line here, never as one JSON document.
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -66,6 +73,7 @@ export async function ingestRoute(app: FastifyInstance, { pool, token, bodyLimit
         }
       },
     });
+    nonGlobal.inc(stats.nonGlobal);
     if (stats.accepted === 0 && stats.rejected > 0) {
       return problem(
         reply, 400, 'Bad Request', `none of the ${stats.rejected} lines could be stored`,
@@ -79,6 +87,7 @@ export async function ingestRoute(app: FastifyInstance, { pool, token, bodyLimit
       duplicates: stats.accepted - stats.inserted,
       skipped: stats.skipped,
       rejected: stats.rejected,
+      nonGlobal: stats.nonGlobal,
       errors,
     };
   });

@@ -26,7 +26,7 @@ describe('blockfeed ingest', () => {
   it('stores the good lines, reports the bad ones as file:line: reason and exits 1', async () => {
     const r = await runCli(['ingest', sample('cowrie.json'), '--format', 'cowrie'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain('8 new events stored from 14 lines (0 already stored, 4 rejected, 2 without an attack)');
+    expect(r.stdout).toContain('8 new events stored from 14 lines (0 already stored, 4 rejected, 2 without an attack, 0 from non-global sources, not stored)');
     expect(r.stderr).toContain(`${sample('cowrie.json')}:10: src_ip "not-an-ip" is not an IP address`);
     expect(r.stderr).toContain(`${sample('cowrie.json')}:14: eventid is missing`);
     expect(await counts()).toMatchObject({ events: 8, attacks: 8 });
@@ -69,6 +69,19 @@ describe('blockfeed ingest', () => {
     const missing = await runCli(['ingest', '/nonexistent.log', '--format', 'native'], { DATABASE_URL: db.url });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('/nonexistent.log: cannot read (ENOENT)');
+  });
+
+  it('counts and drops events from non-global sources, through the byte reader and the parsers alike', async () => {
+    const cowrie = (src: string, i: number) =>
+      `{"eventid":"cowrie.session.connect","src_ip":"${src}","src_port":4000${i},"dst_ip":"192.0.2.9","dst_port":22,"session":"ng${i}","protocol":"ssh","message":"x","sensor":"hp-ng","timestamp":"2026-11-21T10:00:0${i}.000000Z"}`;
+    const sources = ['10.1.2.3', '127.0.0.5', '203.0.113.77', '100.64.1.1', '::1', 'fc00::5', '::ffff:192.168.1.1', '2001:db8::77'];
+    const r = await runCli(['ingest', '-', '--format', 'cowrie'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' }, `${sources.map(cowrie).join('\n')}\n`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('2 new events stored from 8 lines (0 already stored, 0 rejected, 0 without an attack, 6 from non-global sources, not stored)');
+    const { rows } = await db.pool.query<{ ip: string }>("select host(src_ip) as ip from events where sensor = 'hp-ng' order by 1");
+    expect(rows.map((row) => row.ip)).toEqual(['2001:db8::77', '203.0.113.77']);
+    const { rows: known } = await db.pool.query<{ n: number }>("select count(*)::int as n from addresses where ip << '10.0.0.0/8' or ip << '127.0.0.0/8' or ip << 'fc00::/7' or ip = '::1'");
+    expect(known[0]?.n).toBe(0);
   });
 
   it('fails cleanly on a bad configuration, or a store it cannot open', async () => {

@@ -48,13 +48,22 @@ describe('POST /internal/v1/events', () => {
   it('stores the good lines, reports the bad ones, and adds nothing when the same body comes again', async () => {
     const first = await post(app, LINES);
     expect(first.statusCode).toBe(200);
-    expect(first.json()).toEqual({ lines: 3, accepted: 2, inserted: 2, duplicates: 0, skipped: 0, rejected: 1, errors: [{ line: 3, reason: 'src_ip "bogus" is not an IP address' }] });
+    expect(first.json()).toEqual({ lines: 3, accepted: 2, inserted: 2, duplicates: 0, skipped: 0, rejected: 1, nonGlobal: 0, errors: [{ line: 3, reason: 'src_ip "bogus" is not an IP address' }] });
     const again = await post(app, LINES);
     expect(again.json()).toMatchObject({ accepted: 2, inserted: 0, duplicates: 2 });
     const { rows } = await db.pool.query<{ n: number; critical: boolean }>(
       "select (select count(*)::int from events) as n, (select last_critical is not null from addresses where ip = '222.85.85.85') as critical",
     );
     expect(rows[0]).toEqual({ n: 2, critical: true });
+  });
+
+  it('drops events from non-global sources and counts them in its answer and a metric', async () => {
+    const body = ['10.1.2.3', '127.0.0.5', 'fe80::1', '198.51.100.200']
+      .map((src, i) => `{"ts":"2026-11-21T08:10:0${i}Z","src_ip":"${src}","dst_port":23,"source":"honeypot","sensor":"hp-push"}`)
+      .join('\n');
+    expect((await post(app, body)).json()).toMatchObject({ lines: 4, accepted: 1, inserted: 1, nonGlobal: 3 });
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toMatch(/^blockfeed_ingest_non_global_events_total 3$/m);
   });
 
   it('takes other formats and names the parameter it refuses', async () => {
