@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
 import { registerKeysCommands } from './keys/cli.ts';
+import { registerMembersCommands } from './members/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';
 import { registerReclassifyCommands } from './enrich/cli.ts';
 import { registerIngestCommands } from './ingest/cli.ts';
@@ -44,4 +45,5 @@ export function registerApiServerCommands(program: Command): void {
     });
 
   registerKeysCommands(program);
+  registerMembersCommands(program);
 }

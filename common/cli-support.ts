@@ -57,3 +57,9 @@ export function parseIntegerOption(name: string, min: number, max: number): (val
     return n;
   };
 }
+
+/** Writes rows as aligned columns (the last one unpadded) to stdout: the first row is the header. */
+export function printTable(rows: string[][]): void {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  process.stdout.write(rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n');
+}

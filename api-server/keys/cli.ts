@@ -1,5 +1,6 @@
 // `blockfeed keys create|list|revoke`: the subscription keys of variant A (bearer) and B (X-API-Key / key=).
 import type { Command } from 'commander';
+import { printTable } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
 import { withStore } from '../cli-store.ts';
 import type { Database } from '../db/database.ts';
@@ -46,8 +47,7 @@ export function registerKeysCommands(program: Command): void {
         for (const k of rows) {
           lines.push([String(k.id), `bf_${k.prefix}`, k.tier, describeQuota(tiers.get(k.tier)), k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-', k.name]);
         }
-        const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
-        process.stdout.write(lines.map((l) => l.map((c, i) => (i === l.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n');
+        printTable(lines);
       });
     });
 

@@ -9,6 +9,9 @@ export interface ApiKey {
   tier: string;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The member who created it on the website; null for keys made with `blockfeed keys create`. */
+  memberId: number | null;
+  lastUsedAt: Date | null;
 }
 
 interface KeyRow {
@@ -19,44 +22,81 @@ interface KeyRow {
   tier: string;
   created_at: Date;
   revoked_at: Date | null;
+  member_id: number | null;
+  last_used_at: Date | null;
 }
 
 function toKey(row: KeyRow): ApiKey {
-  return { id: row.id, prefix: row.prefix, name: row.name, tier: row.tier, createdAt: row.created_at, revokedAt: row.revoked_at };
+  return {
+    id: row.id,
+    prefix: row.prefix,
+    name: row.name,
+    tier: row.tier,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    memberId: row.member_id,
+    lastUsedAt: row.last_used_at,
+  };
 }
 
-/** Creates a key; the returned secret is shown once and never stored. */
-export async function createKey(pool: pg.Pool, tier: string, name: string): Promise<{ key: string; record: ApiKey }> {
+/** Creates a key (for a member of the website, or for nobody in particular); the returned secret is shown once and never stored. */
+export async function createKey(pool: pg.Pool, tier: string, name: string, memberId: number | null = null): Promise<{ key: string; record: ApiKey }> {
   for (;;) {
     const made = generateKey();
     const { rows } = await pool.query<KeyRow>(
-      `insert into api_keys (prefix, hash, name, tier) values ($1, $2, $3, $4)
+      `insert into api_keys (prefix, hash, name, tier, member_id) values ($1, $2, $3, $4, $5)
        on conflict (prefix) do nothing returning *`,
-      [made.prefix, made.hash, name, tier],
+      [made.prefix, made.hash, name, tier, memberId],
     );
     if (rows[0]) return { key: made.key, record: toKey(rows[0]) };
   }
 }
 
-export async function listKeys(pool: pg.Pool): Promise<ApiKey[]> {
-  const { rows } = await pool.query<KeyRow>('select * from api_keys order by id');
+/** Every key, or one member's (active first, newest first). */
+export async function listKeys(pool: pg.Pool, memberId?: number): Promise<ApiKey[]> {
+  const { rows } =
+    memberId === undefined
+      ? await pool.query<KeyRow>('select * from api_keys order by id')
+      : await pool.query<KeyRow>('select * from api_keys where member_id = $1 order by revoked_at is not null, id desc', [memberId]);
   return rows.map(toKey);
 }
 
 /** Servers LISTEN on this channel and forget remembered keys when a revocation is announced. */
 export const REVOCATION_CHANNEL = 'blockfeed_key_revoked';
 
-/** Revokes by id or prefix and announces it to running servers; returns the key, or undefined when none matches. */
-export async function revokeKey(pool: pg.Pool, idOrPrefix: string): Promise<ApiKey | undefined> {
+/**
+ * Revokes by id or prefix (only among `memberId`'s keys when given) and announces it to running servers;
+ * returns the key, or undefined when none matches.
+ */
+export async function revokeKey(pool: pg.Pool, idOrPrefix: string, memberId?: number): Promise<ApiKey | undefined> {
   const target = revocationTarget(idOrPrefix);
+  const owner = memberId === undefined ? '' : ' and member_id = $2';
   const { rows } = await pool.query<KeyRow>(
     `with revoked as (
        update api_keys set revoked_at = coalesce(revoked_at, now())
-       where ${'id' in target ? 'id = $1' : 'prefix = $1'} returning *)
+       where ${'id' in target ? 'id = $1' : 'prefix = $1'}${owner} returning *)
      select revoked.*, pg_notify('${REVOCATION_CHANNEL}', revoked.prefix) from revoked`,
-    ['id' in target ? target.id : target.prefix],
+    ['id' in target ? target.id : target.prefix, ...(memberId === undefined ? [] : [memberId])],
   );
   return rows[0] ? toKey(rows[0]) : undefined;
+}
+
+/** Revokes every active key of a member (a disabled account) and announces it; returns how many. */
+export async function revokeMemberKeys(pool: pg.Pool, memberId: number): Promise<number> {
+  const { rowCount } = await pool.query(
+    `with revoked as (update api_keys set revoked_at = now() where member_id = $1 and revoked_at is null returning prefix)
+     select pg_notify('${REVOCATION_CHANNEL}', prefix) from revoked`,
+    [memberId],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Moves a member's keys to their new tier. Servers pick the change up when they next verify a key, within
+ * BLOCKFEED_KEY_CACHE_SECONDS (a tier change is not a revocation, so nothing is announced).
+ */
+export async function setMemberKeysTier(pool: pg.Pool, memberId: number, tier: string): Promise<void> {
+  await pool.query('update api_keys set tier = $2 where member_id = $1', [memberId, tier]);
 }
 
 /** The active key a presented secret belongs to, or undefined (unknown, malformed or revoked). */
@@ -65,5 +105,8 @@ export async function verifyKey(pool: pg.Pool, presented: string): Promise<ApiKe
   if (!prefix) return undefined;
   const { rows } = await pool.query<KeyRow>('select * from api_keys where prefix = $1 and revoked_at is null', [prefix]);
   const row = rows[0];
-  return row && keyMatches(presented, row.hash) ? toKey(row) : undefined;
+  if (!row || !keyMatches(presented, row.hash)) return undefined;
+  // Only here, on a verification against the store: remembered keys cost no write (the member centre shows it).
+  await pool.query('update api_keys set last_used_at = now() where id = $1', [row.id]);
+  return toKey(row);
 }

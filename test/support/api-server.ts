@@ -14,14 +14,14 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startApi(databaseUrl: string, overrides: Partial<Config> = {}, options: { clock?: () => Date } = {}): Promise<TestApi> {
+export async function startApi(databaseUrl: string, overrides: Partial<Config> = {}, options: { clock?: () => Date; port?: number } = {}): Promise<TestApi> {
   const config = loadConfig({ env: {}, overrides: { databaseUrl, logLevel: 'info', ...overrides } });
   let captured = '';
   const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => ((captured += chunk.toString()), cb()) });
   const log = createLogger({ level: config.logLevel, destination: sink });
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-test-api' });
   const app = await buildServer({ db, log, config, registry: createRegistry(), clock: options.clock });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
@@ -33,4 +33,17 @@ export async function startApi(databaseUrl: string, overrides: Partial<Config> =
       await db.close();
     },
   };
+}
+
+/**
+ * The status `url` answers once it answers `wanted`, or the last one after `timeoutMs`: for effects announced
+ * asynchronously (a revocation's NOTIFY), with room for a loaded machine.
+ */
+export async function settledStatus(url: string, headers: Record<string, string>, wanted: number, timeoutMs = 8000): Promise<number> {
+  let status = 0;
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    status = (await fetch(url, { headers })).status;
+    if (status === wanted) break;
+  }
+  return status;
 }

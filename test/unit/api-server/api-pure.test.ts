@@ -93,7 +93,7 @@ describe('cache', () => {
 });
 
 describe('limits', () => {
-  const key = { id: 7, prefix: 'abcdefgh', name: 'n', tier: 'basic', createdAt: new Date(), revokedAt: null };
+  const key = { id: 7, prefix: 'abcdefgh', name: 'n', tier: 'basic', createdAt: new Date(), revokedAt: null, memberId: null, lastUsedAt: null };
   it('anonymous per address per minute; keys by tier on B only', () => {
     expect(policyFor({ kind: 'anonymous' }, { variant: 'A', access: 'public', endpoint: 'dedup' }, '192.0.2.1', 5)).toEqual({ name: 'anonymous', bucket: 'anon:192.0.2.1', limit: 5, windowSeconds: 60 });
     const basic = { kind: 'key' as const, key, quota: { kind: 'daily' as const, calls: 100 } };
