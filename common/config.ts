@@ -100,6 +100,31 @@ export const ConfigSchema = {
       env: 'BLOCKFEED_KEY_CACHE_SECONDS',
       description: 'how long a verified API key is remembered in memory (a revocation reaches every replica within this time)',
     },
+    // --- the member centre website (issue 19) ---
+    siteUrl: {
+      type: 'string',
+      pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',
+      env: 'BLOCKFEED_SITE_URL',
+      description: 'public base URL of the website and API (links in emails, feed URLs); unset = taken from each request',
+    },
+    smtpUrl: {
+      type: 'string',
+      pattern: '^smtps?://',
+      env: 'BLOCKFEED_SMTP_URL',
+      description: 'SMTP server for email verification (smtp[s]://user:password@host:port); unset = the operator approves new accounts',
+    },
+    mailFrom: {
+      type: 'string',
+      minLength: 3,
+      env: 'BLOCKFEED_MAIL_FROM',
+      description: 'sender of the verification emails; unset = noreply@ the host of BLOCKFEED_SITE_URL',
+    },
+    sessionSecret: {
+      type: 'string',
+      minLength: 32,
+      env: 'BLOCKFEED_SESSION_SECRET',
+      description: 'signs the website session cookies (32+ characters); unset = one generated once and kept in the database',
+    },
   },
 } as const;
 export type Config = XStatic<typeof ConfigSchema>;

@@ -22,21 +22,35 @@ export function policyFor(caller: Caller, route: ApiRouteConfig, clientAddress: 
   if (route.variant === 'A') return undefined;
   const q = caller.quota;
   if (q.kind !== 'daily') return undefined;
-  return { name: caller.key.tier, bucket: `quota:${caller.key.id}`, limit: q.calls, windowSeconds: 86_400 };
+  return { name: caller.key.tier, bucket: quotaBucket(caller.key.id), limit: q.calls, windowSeconds: QUOTA_WINDOW_SECONDS };
 }
 
-interface Count {
+/** Tier quotas count calls per UTC day. */
+export const QUOTA_WINDOW_SECONDS = 86_400;
+
+/** The counter of a key's daily quota (the member centre reads it to show calls today). */
+export function quotaBucket(keyId: number): string {
+  return `quota:${keyId}`;
+}
+
+/** The start of the fixed window of `windowSeconds` that `now` falls in (aligned to the epoch: minutes, UTC days). */
+export function windowStart(windowSeconds: number, now: Date): Date {
+  const windowMs = windowSeconds * 1000;
+  return new Date(Math.floor(now.getTime() / windowMs) * windowMs);
+}
+
+export interface Count {
   hits: number;
   resetSeconds: number;
 }
 
 /**
- * Counts one request in the policy's current fixed window (aligned to the epoch: minutes, UTC days). The
- * window is the one `now` falls in; replicas agree on it as far as their clocks agree.
+ * Counts one request in the policy's current fixed window. The window is the one `now` falls in; replicas
+ * agree on it as far as their clocks agree.
  */
-async function countHit(pool: pg.Pool, policy: Policy, now: Date): Promise<Count> {
+export async function countHit(pool: pg.Pool, policy: Pick<Policy, 'bucket' | 'windowSeconds'>, now: Date): Promise<Count> {
   const windowMs = policy.windowSeconds * 1000;
-  const start = Math.floor(now.getTime() / windowMs) * windowMs;
+  const start = windowStart(policy.windowSeconds, now).getTime();
   const { rows } = await pool.query<{ hits: number }>(
     `insert into rate_counters (bucket, window_start, hits) values ($1, $2, 1)
      on conflict (bucket, window_start) do update set hits = rate_counters.hits + 1
@@ -94,6 +108,11 @@ export function createLimiter({ pool, anonymousPerMinute, rejections, clock = ()
       });
     }
   }
+}
+
+/** Forgets the count of a bucket's current window (a successful sign-in clears its account's failures). */
+export async function clearHits(pool: pg.Pool, policy: Pick<Policy, 'bucket' | 'windowSeconds'>, now: Date): Promise<void> {
+  await pool.query('delete from rate_counters where bucket = $1 and window_start = $2', [policy.bucket, windowStart(policy.windowSeconds, now)]);
 }
 
 /** Forgets counters of windows long past. */

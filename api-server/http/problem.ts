@@ -1,6 +1,6 @@
 // RFC 9457 problem details for every error the API answers: 400 (naming each bad parameter and what it
 // allows), 401, 403, 404, 429 and 503 (both with Retry-After), 500 without internals.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifySchemaCompiler } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
@@ -79,7 +79,7 @@ function schemaAt(schema: TSchema, pointer: string): JsonSchemaLike {
 }
 
 /** Errors of the store being unreachable (connection refused, shutting down, too many clients, ...). */
-function isStoreUnavailable(err: unknown): boolean {
+export function isStoreUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (typeof e.code === 'string') {
     if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300'].includes(e.code)) return true;
@@ -106,7 +106,7 @@ function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
   );
 }
 
-/** Installs the error and not-found handlers of the API's context. */
+/** Installs the validator and the error handler of the API's context (not-found answers: sendNotFoundProblem). */
 export function installProblemHandlers(app: FastifyInstance): void {
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler((err: FastifyError, req, reply) => {
@@ -121,7 +121,12 @@ export function installProblemHandlers(app: FastifyInstance): void {
     req.log.error({ reqId: req.id, err }, 'request failed');
     return sendProblem(reply, { status: 500, slug: 'internal', title: 'Internal error', detail: 'the request failed; the error is in the server log' });
   });
-  app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, { status: 404, slug: 'not-found', title: 'Not found', detail: `no endpoint ${req.method} ${req.url.split('?')[0]}` }),
-  );
+}
+
+/**
+ * The API's 404. Fastify takes one not-found handler per URL prefix for the whole server, and the website
+ * shares the prefix `/`, so server.ts installs one that chooses between this and the website's page.
+ */
+export function sendNotFoundProblem(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendProblem(reply, { status: 404, slug: 'not-found', title: 'Not found', detail: `no endpoint ${req.method} ${req.url.split('?')[0]}` });
 }

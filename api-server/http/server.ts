@@ -10,6 +10,9 @@ import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 import { loadConfig, type Config } from '../../common/config.ts';
 import { blocklistApi } from './blocklist-api.ts';
+import { sendNotFoundProblem } from './problem.ts';
+import { sendPageNotFound, wantsPage } from '../website/pages.ts';
+import { website } from '../website/plugin.ts';
 
 interface ServerDeps {
   db: Database;
@@ -46,5 +49,8 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   await app.register(metricsRoute, { registry });
   if (ingestToken) await app.register(ingestRoute, { pool: db.pool, registry, token: ingestToken });
   await app.register(blocklistApi, { pool: db.pool, log, registry, config, clock });
+  await app.register(website, { pool: db.pool, log, config, clock });
+  // One not-found handler for the whole server: a page for browsers, problem+json for everything else.
+  app.setNotFoundHandler((req, reply) => (wantsPage(req) ? sendPageNotFound(req, reply) : sendNotFoundProblem(req, reply)));
   return app;
 }

@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { timestampLiteral } from './list-sql.ts';
 
-interface StatsDocument {
+export interface StatsDocument {
   generated_at: string;
   window_hours: number;
   total_attacks: number;
@@ -29,6 +29,30 @@ function statsSql(since: Date): string {
         select dst_port as port, min(service) as service, count(*)::float8 as attacks
         from events where ts >= ${w} and dst_port is not null
         group by dst_port order by attacks desc, port limit ${TOP}) p), '[]') as top_ports`;
+}
+
+/** Attacks in each hour of the window, oldest first, hours without any included (the website's chart). */
+export interface HourlyAttacks {
+  hour: Date;
+  attacks: number;
+}
+
+/**
+ * The hourly series behind `total_attacks`: the same ip_hourly rows (from the start of the hour containing
+ * the window start, seen since it) summed per hour instead of per address, so it adds up to the total of
+ * /api/stats for the same window.
+ */
+export async function queryHourlyAttacks(pool: pg.Pool, now: Date, hours: number): Promise<HourlyAttacks[]> {
+  const w = timestampLiteral(new Date(now.getTime() - hours * 3_600_000));
+  const { rows } = await pool.query<HourlyAttacks>(
+    `with per_hour as (
+       select hour, sum(attacks)::float8 as attacks from ip_hourly
+       where hour >= date_trunc('hour', ${w}) and last_seen >= ${w} group by hour)
+     select s.hour, coalesce(p.attacks, 0) as attacks
+     from generate_series(date_trunc('hour', ${w}, 'UTC'), date_trunc('hour', ${timestampLiteral(now)}, 'UTC'), interval '1 hour') as s(hour)
+     left join per_hour p on p.hour = s.hour order by s.hour`,
+  );
+  return rows;
 }
 
 export async function queryStats(pool: pg.Pool, now: Date, hours: number): Promise<StatsDocument> {

@@ -1,0 +1,26 @@
+// The emails of the member centre, through the SMTP server of BLOCKFEED_SMTP_URL (nodemailer): the link that
+// confirms an address, and the note sent instead when the address already has an account (so that signing up
+// answers the same whether or not it does). Plain text, in the language of the page that asked.
+import nodemailer from 'nodemailer';
+import { VERIFICATION_HOURS } from '../members/store.ts';
+import type { Locale } from './i18n.ts';
+
+export interface Mailer {
+  sendVerification(to: string, locale: Locale, link: string): Promise<void>;
+  sendAlreadyRegistered(to: string, locale: Locale, signInLink: string): Promise<void>;
+  close(): void;
+}
+
+/** `from` defaults to noreply@ the site's host. */
+export function createMailer(smtpUrl: string, siteUrl: string, from?: string): Mailer {
+  const transport = nodemailer.createTransport(smtpUrl);
+  const sender = from ?? `blockfeed <noreply@${new URL(siteUrl).hostname}>`;
+  const send = async (to: string, subject: string, text: string) => {
+    await transport.sendMail({ from: sender, to, subject, text });
+  };
+  return {
+    sendVerification: (to, { t }, link) => send(to, t.mail.verifySubject, t.mail.verifyBody(link, VERIFICATION_HOURS)),
+    sendAlreadyRegistered: (to, { t }, link) => send(to, t.mail.existingSubject, t.mail.existingBody(link)),
+    close: () => transport.close(),
+  };
+}

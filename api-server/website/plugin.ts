@@ -1,0 +1,153 @@
+// The member centre website, served by `blockfeed serve` on the API's port: public statistics and API
+// documentation, accounts (sign-up, sign-in, email verification or operator approval), the download page and
+// API keys. Server-rendered pages (views/), a stylesheet and one small script (static/); see docs/website.md.
+//
+// Two contexts: static files without sessions, and the pages with cookies, server-side sessions
+// (members/sessions.ts), CSRF tokens on every form and form bodies. Neither touches the API's routes.
+import { Signer, fastifyCookie } from '@fastify/cookie';
+import fastifyCsrf from '@fastify/csrf-protection';
+import fastifyFormbody from '@fastify/formbody';
+import fastifySession from '@fastify/session';
+import fastifyStatic from '@fastify/static';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type pg from 'pg';
+import type { Config } from '../../common/config.ts';
+import { UserError } from '../../common/errors.ts';
+import type { Logger } from '../../common/logging.ts';
+import { isStoreUnavailable } from '../http/problem.ts';
+import { parseTierQuotas } from '../keys/tiers.ts';
+import { SessionStore, pruneSessions, storedSessionSecret } from '../members/sessions.ts';
+import { findMember, type Member } from '../members/store.ts';
+import { accountRoutes } from './account.ts';
+import { apiDocsPage } from './api-docs.ts';
+import { downloadRoutes } from './download.ts';
+import { homePage } from './home.ts';
+import { LANGUAGE_COOKIE, isLang } from './i18n.ts';
+import { keysRoutes } from './keys.ts';
+import { createMailer } from './mail.ts';
+import { STATIC_DIR, sendMessage, visitOf, type Visit } from './pages.ts';
+import { signInRoutes } from './sign-in.ts';
+import { SESSION_COOKIE, SESSION_HOURS, type SiteDeps } from './site.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is asking, in which language (set before every page handler). */
+    visit: Visit;
+  }
+}
+
+export interface WebsiteOptions {
+  pool: pg.Pool;
+  log: Logger;
+  config: Pick<Config, 'siteUrl' | 'smtpUrl' | 'mailFrom' | 'sessionSecret' | 'tierQuotas'>;
+  /** The clock sign-in throttles count by (default: the system clock). */
+  clock?: () => Date;
+}
+
+export async function website(app: FastifyInstance, options: WebsiteOptions): Promise<void> {
+  const { config } = options;
+  if (config.smtpUrl && !config.siteUrl) {
+    throw new UserError('BLOCKFEED_SMTP_URL is set but BLOCKFEED_SITE_URL is not: verification emails need the public URL of the website');
+  }
+  await app.register(async (files) => {
+    await files.register(fastifyStatic, { root: STATIC_DIR, prefix: '/static/', immutable: true, maxAge: '365d', index: false, list: false });
+  });
+  await app.register(memberCentre, options);
+}
+
+async function memberCentre(app: FastifyInstance, { pool, log, config, clock = () => new Date() }: WebsiteOptions): Promise<void> {
+  const mailer = config.smtpUrl && config.siteUrl ? createMailer(config.smtpUrl, config.siteUrl, config.mailFrom) : undefined;
+  const deps: SiteDeps = { pool, log, clock, tiers: parseTierQuotas(config.tierQuotas), mailer, siteUrl: config.siteUrl };
+
+  await app.register(fastifyCookie);
+  const signing = sessionSigner(pool, config.sessionSecret);
+  // Before the session plugin's own hook, which needs the signer.
+  app.addHook('onRequest', signing.ready);
+  await app.register(fastifySession, {
+    secret: signing.signer,
+    cookieName: SESSION_COOKIE,
+    store: new SessionStore(pool, SESSION_HOURS * 3_600_000),
+    // A visitor's session is stored only once it holds something (a CSRF secret, a member).
+    saveUninitialized: false,
+    rolling: false,
+    // Secure over HTTPS (behind a proxy: TRUSTED_PROXIES and X-Forwarded-Proto), so `make run` works on http://localhost.
+    cookie: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_HOURS * 3_600_000 },
+  });
+  await app.register(fastifyCsrf, {
+    sessionPlugin: '@fastify/session',
+    // Forms only: the token travels in the body, never in a header or the URL.
+    getToken: (req) => {
+      const token = (req.body as { _csrf?: unknown } | undefined)?._csrf;
+      return typeof token === 'string' ? token : undefined;
+    },
+    logLevel: 'info',
+  });
+  await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
+
+  app.decorateRequest('visit', null as unknown as Visit);
+  app.addHook('preHandler', async (req, reply) => {
+    const member = await signedInMember(req, pool);
+    const asked = (req.query as { lang?: unknown } | undefined)?.lang;
+    // A language chosen with the switch sticks for a year.
+    if (isLang(asked)) reply.setCookie(LANGUAGE_COOKIE, asked, { path: '/', maxAge: 365 * 86_400, sameSite: 'lax', httpOnly: true, secure: 'auto' });
+    req.visit = visitOf(req, member, member ? reply.generateCsrf() : undefined);
+  });
+  app.setErrorHandler((err: FastifyError, req, reply) => sendErrorPage(err, req, reply, log));
+
+  const prune = setInterval(() => void pruneSessions(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning sessions failed')), 3_600_000);
+  prune.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(prune);
+    mailer?.close();
+  });
+
+  await app.register(homePage, deps);
+  await app.register(apiDocsPage, deps);
+  await app.register(signInRoutes, deps);
+  await app.register(accountRoutes, deps);
+  await app.register(downloadRoutes, deps);
+  await app.register(keysRoutes, deps);
+}
+
+/**
+ * Signs session cookies with BLOCKFEED_SESSION_SECRET, else with the secret kept in the database, read at
+ * the first request: a server starts without its store (and answers 503 until it is back).
+ */
+function sessionSigner(pool: pg.Pool, configured: string | undefined) {
+  let signer = configured ? new Signer(configured) : undefined;
+  const current = () => {
+    if (!signer) throw new Error('the session secret is not loaded yet');
+    return signer;
+  };
+  return {
+    signer: { sign: (value: string) => current().sign(value), unsign: (value: string) => current().unsign(value) },
+    ready: async () => {
+      signer ??= new Signer(await storedSessionSecret(pool));
+    },
+  };
+}
+
+/** The member of the session, if it is still active; a session of a disabled or deleted account ends here. */
+async function signedInMember(req: FastifyRequest, pool: pg.Pool): Promise<Member | null> {
+  const id = req.session.memberId;
+  if (id === undefined) return null;
+  const member = await findMember(pool, id);
+  if (member?.status === 'active') return member;
+  await req.session.destroy();
+  return null;
+}
+
+function sendErrorPage(err: FastifyError, req: FastifyRequest, reply: FastifyReply, log: Logger): Promise<FastifyReply> {
+  // The visit is made before the handler; an error before it (a bad form body) still gets a page.
+  const visit = req.visit ?? visitOf(req, null);
+  const { t } = visit.locale;
+  if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') return sendMessage(reply, visit, 403, t.errors.forbiddenTitle, t.errors.csrf);
+  if (isStoreUnavailable(err)) {
+    log.warn({ reqId: req.id, err: { message: err.message, code: err.code } }, 'store unavailable');
+    reply.header('retry-after', '5');
+    return sendMessage(reply, visit, 503, t.errors.unavailableTitle, t.errors.unavailable);
+  }
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendMessage(reply, visit, err.statusCode, t.errors.badRequestTitle, t.errors.badRequest);
+  log.error({ reqId: req.id, err }, 'page failed');
+  return sendMessage(reply, visit, 500, t.errors.internalTitle, t.errors.internal);
+}

@@ -1,0 +1,76 @@
+// What the website's page plugins share: their dependencies, the public base URL, the session cookie, the
+// guard of members' pages and the shape of form fields.
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import type pg from 'pg';
+import Type from 'typebox';
+import type { Logger } from '../../common/logging.ts';
+import type { Quota } from '../keys/tiers.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordProblem } from '../members/passwords.ts';
+import type { Member } from '../members/store.ts';
+import type { Messages } from './messages/en.ts';
+import type { Mailer } from './mail.ts';
+
+export const SESSION_COOKIE = 'blockfeed_session';
+/** A session ends 12 hours after sign-in, whatever happens in between (rolling would write on every page). */
+export const SESSION_HOURS = 12;
+
+export interface SiteDeps {
+  pool: pg.Pool;
+  log: Logger;
+  /** The clock throttles and quotas count by. */
+  clock: () => Date;
+  tiers: Map<string, Quota>;
+  /** Emails go out only with SMTP configured; without it the operator approves accounts. */
+  mailer?: Mailer;
+  /** BLOCKFEED_SITE_URL, else undefined (each request's own origin is used). */
+  siteUrl?: string;
+}
+
+/** The public base URL: BLOCKFEED_SITE_URL, or the origin the request came to. */
+export function siteBase(deps: Pick<SiteDeps, 'siteUrl'>, req: FastifyRequest): string {
+  return (deps.siteUrl ?? `${req.protocol}://${req.host}`).replace(/\/+$/, '');
+}
+
+/** Whether a tier is a subscription: its keys reach the API (`member` and unknown tiers do not). */
+export function isSubscribed(tiers: Map<string, Quota>, tier: string): boolean {
+  return (tiers.get(tier)?.kind ?? 'none') !== 'none';
+}
+
+/** A form field: a string of bounded length (a longer one is a 400 before anything else runs). */
+export const FormText = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
+
+/** A password field as long as the longest password can be in UTF-8 (longer is a 400). */
+export const PasswordText = FormText(4 * PASSWORD_MAX_LENGTH);
+
+/** What is wrong with a new password and its repetition, by field (`password`, `confirm`), in the page's words. */
+export function newPasswordErrors(password: string, confirm: string | undefined, t: Messages): Record<string, string> {
+  const problem = passwordProblem(password);
+  if (problem === 'too-short') return { password: t.problems['too-short'](PASSWORD_MIN_LENGTH) };
+  if (problem === 'too-long') return { password: t.problems['too-long'](PASSWORD_MAX_LENGTH) };
+  return password === confirm ? {} : { confirm: t.problems.mismatch };
+}
+
+/** A form that carries only its CSRF token. */
+export const CsrfForm = Type.Object({ _csrf: FormText(200) });
+
+/** preHandler of every form: @fastify/csrf-protection's check of the `_csrf` field against the session. */
+export function csrfCheck(app: FastifyInstance): preHandlerHookHandler {
+  return (req, reply, done) => app.csrfProtection(req, reply, done);
+}
+
+/**
+ * preHandler of members' pages: the signed-in member, else a redirect to sign-in (which comes back here).
+ * Runs before the CSRF check, so an expired session leads to sign-in rather than to a refused form.
+ */
+export async function requireMember(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (req.visit.member) return;
+  const path = req.visit.path;
+  await reply.redirect(`/sign-in?next=${encodeURIComponent(path)}`, 303);
+}
+
+/** The member of a page guarded by requireMember. */
+export function memberOf(req: FastifyRequest): Member {
+  const member = req.visit.member;
+  if (!member) throw new Error('a members page ran without a member (requireMember missing)');
+  return member;
+}
