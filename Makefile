@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -48,6 +48,10 @@ test-integration: deps ## integration tier only (real embedded PostgreSQL)
 test-k8s: deps k8s-bin ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager)
 	npx vitest run --project k8s
 
+test-browser: deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
+	.ci/system-deps
+	npx vitest run --project browser
+
 test: deps k8s-bin ## everything CI runs: typecheck, lint, every test tier (builds the k8s binaries once)
 	$(MAKE) --no-print-directory typecheck lint
 	npx vitest run
@@ -62,6 +66,9 @@ bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs
 
 bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows, median of RUNS pairs (EVENTS=n RUNS=n)
 	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-7}
+
+bench-web: deps bench-deps ## Lighthouse performance and accessibility of the home and download pages in Chromium (RUNS=n), target >= 95
+	node bench/web.ts
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache

@@ -1,5 +1,6 @@
 // Test tiers (see DESIGN.md "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
-// sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager. `vitest run` runs them all.
+// sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager; browser = the website in a real
+// Chromium. `vitest run` runs them all.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -50,6 +51,18 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 180_000,
           hookTimeout: 240_000,
+        },
+      },
+      {
+        // The member centre website in Debian's Chromium (playwright-core), on real PostgreSQL. One file at a
+        // time: each drives a browser and an api-server, and they would only compete for the cores.
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/support/postgres-global.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
       {
