@@ -1,13 +1,16 @@
-// The subscription loop: an informer feeds a per-key work queue; each subscription syncs when its spec
+// The subscription loop: an informer feeds a per-key work queue; each subscription syncs (pulls) when its spec
 // changes, when `blockfeed.dev/sync-now` is set, when its schedule fires, or (after a failure) when its
-// back-off ends. Status writes by the controller itself trigger nothing.
+// back-off ends; it is repaired (the last applied list applied again, no pull) when the drift watch sees one
+// of its objects changed or deleted, and once when this process starts. Status writes by the controller
+// itself trigger nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from './api/v1alpha1.ts';
 import { SYNC_NOW_ANNOTATION, type Apis } from './k8s.ts';
+import { DriftWatch } from './drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
-import { ensureFinalizer, finalize, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
+import { ensureFinalizer, finalize, repairSubscription, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
 
 interface ControllerOptions {
   apis: Apis;
@@ -18,7 +21,6 @@ interface ControllerOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   instance?: string;
-  shardBudget?: number;
   /** watch one namespace only (default: all) */
   namespace?: string;
 }
@@ -35,8 +37,16 @@ export class SubscriptionController {
   private readonly seen = new Map<string, Seen>();
   /** keys that must pull on their next run (spec change, sync-now, schedule, failed attempt) */
   private readonly wanted = new Set<string>();
+  /** keys whose objects drifted, with what happened: applied again on their next run */
+  private readonly drifted = new Map<string, string>();
+  /** when each key syncs next, as this process scheduled it (the status may hold an older time: see STATUS_REFRESH_MS) */
+  private readonly nextSync = new Map<string, Date>();
+  private readonly drift: DriftWatch;
   private started = false;
+  /** pulls run so far */
   syncs = 0;
+  /** repairs run so far (start-up checks included) */
+  repairs = 0;
 
   constructor(options: ControllerOptions) {
     const { apis, log, metrics } = options;
@@ -47,8 +57,19 @@ export class SubscriptionController {
       clusterCidrs: options.clusterCidrs ?? [],
       applied: new Map<string, AppliedState>(),
       instance: options.instance ?? 'blockfeed-controller',
-      shardBudget: options.shardBudget,
     };
+    this.drift = new DriftWatch({
+      apis,
+      log,
+      onDrift: (key, what) => {
+        if (!this.informer.get(key.split('/')[1]!, key.split('/')[0])) return; // another process's, or gone
+        log.info({ subscription: key, what }, 'drift: repairing');
+        this.drifted.set(key, [this.drifted.get(key), what].filter(Boolean).join(', '));
+        this.queue.add(key);
+      },
+    });
+    apis.ledger.onNewResource = (resource) => this.drift.watch(resource);
+    for (const resource of apis.ledger.knownResources()) this.drift.watch(resource);
     this.queue = new WorkQueue({
       concurrency: options.concurrency ?? 4,
       backoffBaseMs: options.backoffBaseMs ?? 5000,
@@ -70,9 +91,12 @@ export class SubscriptionController {
       const key = keyOf(sub);
       this.seen.delete(key);
       this.wanted.delete(key);
+      this.drifted.delete(key);
+      this.nextSync.delete(key);
       this.queue.forget(key);
     });
     this.informer.on('error', (err: unknown) => {
+      if (!this.started) return; // stop() aborted it
       log.warn({ err }, 'subscription watch failed; restarting');
       setTimeout(() => {
         if (this.started) this.informer.start().catch((e: unknown) => log.error({ err: e }, 'watch restart failed'));
@@ -88,7 +112,8 @@ export class SubscriptionController {
   async stop(): Promise<void> {
     this.started = false;
     this.queue.stop();
-    await this.informer.stop();
+    this.deps.apis.ledger.onNewResource = undefined;
+    await Promise.all([this.informer.stop(), this.drift.stop()]);
   }
 
   /** Resolves when no sync is queued or running. */
@@ -112,22 +137,42 @@ export class SubscriptionController {
     if (sub.metadata.deletionTimestamp) return this.queue.add(key);
     const specChanged = sub.status?.observedGeneration !== sub.metadata.generation && (added || before?.generation !== now.generation);
     const syncNow = now.syncNow !== undefined && now.syncNow !== before?.syncNow;
-    if (specChanged || syncNow || !sub.status?.lastSyncTime) this.wanted.add(key);
+    // Never synced: pull (only on add: our own first writes come back as updates before the status does).
+    if (specChanged || syncNow || (added && !sub.status?.lastSyncTime)) this.wanted.add(key);
     if (added || specChanged || syncNow) this.queue.add(key);
   }
 
+  /** The subscription as the informer has it now (it may have changed while a run awaited something). */
+  private current(key: string): BlocklistSubscription | undefined {
+    return this.informer.get(key.split('/')[1]!, key.split('/')[0]);
+  }
+
   private async work(key: string): Promise<boolean> {
-    const sub = this.informer.get(key.split('/')[1]!, key.split('/')[0]);
+    const sub = this.current(key);
     if (!sub) return true;
     if (sub.metadata.deletionTimestamp) {
       await finalize(this.deps, sub);
       return true;
     }
     await ensureFinalizer(this.deps, sub);
+    // Suspended: no pulls and no repairs; what was applied stays as it is.
+    if (sub.spec.suspend && !this.wanted.has(key)) return true;
+    if (!this.wanted.has(key)) {
+      // Not asked to pull: first make the targets hold the last applied list, when this process has not
+      // checked them yet (it just started, or just became leader) or one of them drifted.
+      const drifted = this.drifted.get(key);
+      if (drifted !== undefined || !this.deps.applied.has(sub.metadata.uid ?? key)) {
+        this.drifted.delete(key);
+        this.repairs++;
+        const repair = await repairSubscription(this.deps, sub, drifted ?? 'start-up check');
+        if (repair.needsPull) this.wanted.add(key);
+        else if (!repair.ok) return false;
+      }
+    }
     const now = new Date();
     if (!this.wanted.has(key)) {
-      // Not asked for: sync when the schedule says (immediately if a due time passed while nobody led).
-      const due = sub.status?.nextSyncTime ? new Date(sub.status.nextSyncTime) : undefined;
+      // Sync when the schedule says (immediately if a due time passed while nobody led).
+      const due = this.nextSync.get(key) ?? (sub.status?.nextSyncTime ? new Date(sub.status.nextSyncTime) : undefined);
       if (due && due > now && !sub.spec.suspend) {
         this.queue.addAfter(key, due.getTime() - now.getTime());
         return true;
@@ -135,13 +180,17 @@ export class SubscriptionController {
       if (sub.spec.suspend) return true;
     }
     this.wanted.delete(key);
+    // A spec change that arrived during the repair above is in the informer's copy, not in `sub`.
+    const latest = this.current(key);
+    if (!latest || latest.metadata.deletionTimestamp) return true; // its own run follows
     this.syncs++;
-    const result = await syncSubscription(this.deps, sub);
+    const result = await syncSubscription(this.deps, latest);
     if (!result.ok) {
       this.wanted.add(key);
       return false;
     }
-    if (result.nextSyncTime && !sub.spec.suspend) {
+    if (result.nextSyncTime && !latest.spec.suspend) {
+      this.nextSync.set(key, result.nextSyncTime);
       this.queue.addAfter(key, Math.max(0, result.nextSyncTime.getTime() - Date.now()));
     }
     return true;

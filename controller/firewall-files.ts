@@ -1,6 +1,7 @@
 // File formats of the ConfigMap target, and how a long list is cut into ConfigMaps below the 1 MiB object
 // limit. Pure and deterministic: the same list gives byte-identical output, so an unchanged list writes nothing.
 import type { ConfigMapFormat } from './api/v1alpha1.ts';
+import { cutByCost } from './targets/shards.ts';
 
 export const FORMAT_KEYS: Readonly<Record<ConfigMapFormat, string>> = {
   txt: 'list.txt',
@@ -73,22 +74,7 @@ export function render(format: ConfigMapFormat, cidrs: readonly string[], total 
 
 /** Cuts the sorted list into consecutive shards whose rendered formats together stay within the budget. */
 export function planShards(cidrs: readonly string[], formats: readonly ConfigMapFormat[], budget = SHARD_DATA_BUDGET): string[][] {
-  const shards: string[][] = [];
-  let current: string[] = [];
-  let bytes = 0;
-  for (const cidr of cidrs) {
-    let cost = 0;
-    for (const f of formats) cost += lineCost(f, cidr);
-    if (bytes + cost > budget && current.length) {
-      shards.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(cidr);
-    bytes += cost;
-  }
-  if (current.length || shards.length === 0) shards.push(current);
-  return shards;
+  return cutByCost(cidrs, (cidr) => formats.reduce((n, f) => n + lineCost(f, cidr), 0), budget);
 }
 
 /** The data of each shard ConfigMap: one key per format. */

@@ -16,6 +16,7 @@ import {
   type V1OwnerReference,
 } from '@kubernetes/client-node';
 import { API_VERSION, KIND, type BlocklistSubscription } from './api/v1alpha1.ts';
+import { Ledger } from './ledger.ts';
 
 export interface Apis {
   kubeConfig: KubeConfig;
@@ -25,12 +26,9 @@ export interface Apis {
   coordination: CoordinationV1Api;
   /** counts create/replace/patch/delete calls by the targets and status */
   writes: WriteCounter;
-  /**
-   * resourceVersion of each large object as this process last wrote or verified it, by "kind/namespace/name":
-   * when the object still has that version and its content-hash annotation matches, it needs no read.
-   */
-  verified: Map<string, string>;
-  /** kept-alive connections for sendJson(), one per TLS configuration */
+  /** what this process wrote or verified, object by object (see ledger.ts) */
+  ledger: Ledger;
+  /** kept-alive connections for apiRequest(), one per TLS configuration */
   agents: Map<string, HttpAgent>;
 }
 
@@ -72,7 +70,7 @@ export function makeApis(kubeConfig: KubeConfig): Apis {
     custom: kubeConfig.makeApiClient(CustomObjectsApi),
     coordination: kubeConfig.makeApiClient(CoordinationV1Api),
     writes: new WriteCounter(),
-    verified: new Map(),
+    ledger: new Ledger(),
     agents: new Map(),
   };
 }
@@ -86,7 +84,7 @@ export function contentHash(parts: readonly unknown[]): string {
   return hash.digest('hex').slice(0, 32);
 }
 
-/** An apiserver answer other than 2xx from sendJson(), shaped like client-node's errors for statusCode(). */
+/** An apiserver answer other than 2xx from apiRequest(), shaped like client-node's errors for statusCode(). */
 class ApiRequestError extends Error {
   readonly code: number;
   constructor(code: number, message: string) {
@@ -96,40 +94,44 @@ class ApiRequestError extends Error {
   }
 }
 
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
 /**
- * Sends an object already serialised as JSON (create or replace) and answers its metadata. client-node's typed
+ * One request to the apiserver with the body already serialised, answering the body text. client-node's typed
  * ObjectSerializer walks every field of the object on the way out and of the answer on the way back, which for
- * a list of tens of thousands of CIDRs costs more than the request itself; here the JSON is built once.
+ * a list of tens of thousands of CIDRs costs more than the request itself; here the JSON is built once, and
+ * every resource (core, built-in groups, third-party CRDs) is addressed the same way.
  */
-export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string, json: string): Promise<{ resourceVersion?: string }> {
+export async function apiRequest(apis: Apis, method: Method, path: string, options: { json?: string; accept?: string } = {}): Promise<string> {
   const kc = apis.kubeConfig;
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the kubeconfig names no current cluster');
   const url = new URL(path, server);
-  const options: RequestOptions = {
-    method,
-    headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(json) },
-  };
-  await kc.applyToHTTPSOptions(options);
+  const headers: Record<string, string | number> = { accept: options.accept ?? 'application/json' };
+  if (options.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = Buffer.byteLength(options.json);
+  }
+  const requestOptions: RequestOptions = { method, headers };
+  await kc.applyToHTTPSOptions(requestOptions);
   const tls = url.protocol === 'https:';
-  const key = createHash('sha256').update(JSON.stringify([server, options.ca, options.cert, options.key, options.rejectUnauthorized, options.servername])).digest('hex');
+  const o = requestOptions;
+  const key = createHash('sha256').update(JSON.stringify([server, o.ca, o.cert, o.key, o.rejectUnauthorized, o.servername])).digest('hex');
   let agent = apis.agents.get(key);
   if (!agent) {
-    agent = tls
-      ? new HttpsAgent({ keepAlive: true, ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized, servername: options.servername })
-      : new HttpAgent({ keepAlive: true });
+    agent = tls ? new HttpsAgent({ keepAlive: true, ca: o.ca, cert: o.cert, key: o.key, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername }) : new HttpAgent({ keepAlive: true });
     apis.agents.set(key, agent);
   }
-  options.agent = agent;
+  requestOptions.agent = agent;
   const body = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = (tls ? httpsRequest : httpRequest)(url, options, (res) => {
+    const req = (tls ? httpsRequest : httpRequest)(url, requestOptions, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.once('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
       res.once('error', reject);
     });
     req.once('error', reject);
-    req.end(json);
+    req.end(options.json);
   });
   if (body.status < 200 || body.status > 299) {
     let message = body.text.slice(0, 500);
@@ -140,24 +142,85 @@ export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string,
     }
     throw new ApiRequestError(body.status, `${method} ${url.pathname}: HTTP ${body.status}: ${message}`);
   }
-  // Only the metadata is needed: the rest of the answer echoes what was sent.
-  const metadata = (JSON.parse(body.text) as { metadata?: { resourceVersion?: string } }).metadata;
-  return { resourceVersion: metadata?.resourceVersion };
+  return body.text;
 }
 
-/** Closes sendJson()'s kept-alive connections. */
+/** Creates (POST to the collection) or replaces (PUT to the object) an object given as JSON; answers its new resourceVersion. */
+export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string, json: string): Promise<{ resourceVersion?: string }> {
+  const text = await apiRequest(apis, method, path, { json });
+  // Only the metadata is needed: the rest of the answer echoes what was sent.
+  return { resourceVersion: (JSON.parse(text) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion };
+}
+
+/** Closes the kept-alive connections of apiRequest(). */
 export function closeAgents(apis: Apis): void {
   for (const agent of apis.agents.values()) agent.destroy();
   apis.agents.clear();
 }
 
-export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** A kind of object the controller writes, as the API addresses it. */
+export interface ResourceType {
+  /** API group; '' for the core group */
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+export const apiVersionOf = (r: ResourceType) => (r.group ? `${r.group}/${r.version}` : r.version);
+
+/** The collection path: in one namespace, or across all namespaces (and for cluster-scoped kinds) without one. */
+export function collectionPath(r: ResourceType, namespace?: string): string {
+  const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
+  return r.namespaced && namespace ? `${base}/namespaces/${encodeURIComponent(namespace)}/${r.plural}` : `${base}/${r.plural}`;
+}
+
+export function objectPath(r: ResourceType, namespace: string | undefined, name: string): string {
+  return `${collectionPath(r, namespace)}/${encodeURIComponent(name)}`;
+}
+
+/** Object metadata as the controller reads it (lists answer only this: see METADATA_ONLY). */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  resourceVersion?: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: V1OwnerReference[];
+}
 
 /**
- * Lists answer with metadata only (PartialObjectMetadataList): enough to find what to delete, without
- * downloading every large list object again.
+ * Lists answer with metadata only (PartialObjectMetadataList): enough to find what exists and what to delete,
+ * without downloading every large list object again.
  */
-export const metadataOnly = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
+export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+/** The objects of a kind matching a label selector (metadata only); `namespace` narrows to one namespace. */
+export async function listMeta(apis: Apis, r: ResourceType, labelSelector: string, namespace?: string): Promise<ObjectMeta[]> {
+  const text = await apiRequest(apis, 'GET', `${collectionPath(r, namespace)}?labelSelector=${encodeURIComponent(labelSelector)}`, { accept: METADATA_ONLY });
+  // items is null in an empty metadata-only list
+  return ((JSON.parse(text) as { items?: { metadata: ObjectMeta }[] | null }).items ?? []).map((i) => i.metadata);
+}
+
+/** One whole object as JSON, or undefined when it does not exist. */
+export async function getObject<T = Record<string, unknown>>(apis: Apis, r: ResourceType, namespace: string | undefined, name: string): Promise<T | undefined> {
+  return readOptional(async () => JSON.parse(await apiRequest(apis, 'GET', objectPath(r, namespace, name))) as T);
+}
+
+/** Deletes an object; answers false when it was already gone. */
+export async function deleteObject(apis: Apis, r: ResourceType, namespace: string | undefined, name: string): Promise<boolean> {
+  try {
+    await apiRequest(apis, 'DELETE', objectPath(r, namespace, name));
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 function statusCode(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;
@@ -179,6 +242,8 @@ export async function readOptional<T>(read: () => Promise<T>): Promise<T | undef
 
 const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const MANAGER = 'blockfeed-controller';
+/** Every object the controller owns carries this label. */
+export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGER}`;
 const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
 export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
 export const FINALIZER = 'blockfeed.dev/cleanup';
@@ -194,7 +259,7 @@ export function ownedLabels(sub: BlocklistSubscription): Record<string, string> 
 }
 
 export function ownedSelector(sub: BlocklistSubscription): string {
-  return `${MANAGED_BY}=${MANAGER},${SUBSCRIPTION_LABEL}=${subscriptionKey(sub)}`;
+  return `${MANAGED_SELECTOR},${SUBSCRIPTION_LABEL}=${subscriptionKey(sub)}`;
 }
 
 export function ownerReference(sub: BlocklistSubscription): V1OwnerReference {

@@ -15,6 +15,7 @@ export interface ControllerMetrics {
   droppedEntries: Counter<'namespace' | 'name' | 'reason'>;
   targetApply: Counter<'namespace' | 'name' | 'kind' | 'result'>;
   degraded: Gauge<'namespace' | 'name'>;
+  driftRepairs: Counter<'namespace' | 'name' | 'kind'>;
   isLeader: Gauge;
 }
 
@@ -69,6 +70,12 @@ export function createControllerMetrics(registry: Registry = createRegistry({ pr
       name: 'blockfeed_subscription_degraded',
       help: '1 while a subscription has its Degraded condition True (the last applied list stays in force), else 0.',
       labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    driftRepairs: new Counter({
+      name: 'blockfeed_drift_repairs_total',
+      help: 'Objects written again because someone else changed or deleted them (the last applied list, no pull).',
+      labelNames: ['namespace', 'name', 'kind'],
       registers,
     }),
     isLeader: new Gauge({ name: 'blockfeed_controller_leader', help: '1 while this process holds the leader lease.', registers }),

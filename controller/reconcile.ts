@@ -1,4 +1,7 @@
-// One sync of one subscription: pull, sanitise, judge, apply to every target, report (status, Event, metrics).
+// One subscription, two ways:
+//   - a sync: pull, sanitise, judge, apply to every target, report (status, Event, metrics);
+//   - a repair: the last applied list applied again, without pulling (drift, or a restarted process checking
+//     every target against the list it recorded, applied-record.ts).
 // Whatever fails, what was applied before stays in force (fail-static) and the status says why.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../common/logging.ts';
@@ -13,36 +16,29 @@ import {
   type Condition,
   type TargetStatus,
 } from './api/v1alpha1.ts';
+import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { FeedError, feedUrl, pullFeed } from './feed.ts';
-import { FINALIZER, SYNC_NOW_ANNOTATION, mergePatch, readOptional, type Apis } from './k8s.ts';
+import { FINALIZER, SYNC_NOW_ANNOTATION, mergePatch, readOptional, sameJson, type Apis } from './k8s.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
-import { applyConfigMaps, cleanupConfigMaps } from './targets/configmap.ts';
-import { applyIngressNginx, cleanupIngressNginx } from './targets/ingress-nginx.ts';
-import { applyNetworkPolicies, cleanupNetworkPolicies } from './targets/networkpolicy.ts';
-import { splitFamilies, type AppliedList, type TargetContext, type TargetOutcome } from './targets/types.ts';
+import { TARGET_KINDS, applyTarget, kindByField, kindOf } from './targets/index.ts';
+import { ResourceNotServed } from './targets/objects.ts';
+import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
-/** The last list this process applied per subscription, so a 304 can still (re)apply it to new targets. */
-export interface AppliedState {
-  inputsHash: string;
-  etag?: string;
-  list: AppliedList;
-  entries: number;
-}
+export type { AppliedState } from './applied-record.ts';
 
 export interface ReconcileDeps {
   apis: Apis;
   log: Logger;
   metrics: ControllerMetrics;
   clusterCidrs: readonly string[];
+  /** the last list applied per subscription uid: a 304 re-applies it, a repair applies it again */
   applied: Map<string, AppliedState>;
   /** which process reports Events */
   instance: string;
   now?: () => Date;
-  /** for the bench and tests: ConfigMap shard size */
-  shardBudget?: number;
 }
 
 interface ReconcileResult {
@@ -50,9 +46,16 @@ interface ReconcileResult {
   nextSyncTime?: Date;
 }
 
-type Outcome =
-  | { kind: 'applied'; unchanged: boolean; entries: number; list: AppliedList; outcomes: TargetOutcome[]; etag?: string; dropped: Record<string, number> }
+type PullOutcome =
+  | { kind: 'list'; state: AppliedState; changed: boolean; dropped: Record<string, number> }
   | { kind: 'refused' | 'failed'; reason: string; message: string };
+
+/** What every target holds after an apply. */
+interface Applied {
+  targets: { field: TargetField; outcome: TargetOutcome }[];
+  writes: number;
+  problems: TargetProblem[];
+}
 
 const FEED_REASONS: Record<FeedError['reason'], string> = {
   HttpError: 'FeedHttpError',
@@ -62,13 +65,18 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
   NotAList: 'FeedNotAList',
 };
 
+/** Degraded reasons a repair can clear: they are about the targets, not the feed. */
+const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'ApplyFailed']);
+
 const keyOf = (sub: BlocklistSubscription) => `${sub.metadata.namespace}/${sub.metadata.name}`;
+const stateKey = (sub: BlocklistSubscription) => sub.metadata.uid ?? keyOf(sub);
+const seriesOf = (sub: BlocklistSubscription) => ({ namespace: sub.metadata.namespace, name: sub.metadata.name });
 
 function limitsOf(sub: BlocklistSubscription): SafetyLimits {
   return { ...DEFAULT_LIMITS, ...sub.spec.safety };
 }
 
-/** Everything besides the feed body that shapes the applied list: a 304 is only reusable if these are equal. */
+/** Everything besides the feed body that shapes the applied list: a 304 or a record is only reusable if these are equal. */
 function inputsHash(sub: BlocklistSubscription, clusterCidrs: readonly string[]): string {
   return createHash('sha256')
     .update(JSON.stringify([feedUrl(sub.spec.feed).toString(), sub.spec.allowlist ?? [], limitsOf(sub), clusterCidrs]))
@@ -84,16 +92,20 @@ async function readApiKey(apis: Apis, sub: BlocklistSubscription): Promise<strin
   return Buffer.from(encoded, 'base64').toString('utf8').trim();
 }
 
-async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Outcome> {
-  const { apis, metrics, log } = deps;
-  const labels = { namespace: sub.metadata.namespace, name: sub.metadata.name };
+/** Series that exist from a subscription's first minute, at 0: increase() (the pull-failure alert) sees the first failure. */
+function initPullSeries(metrics: ControllerMetrics, sub: BlocklistSubscription): void {
+  for (const result of PULL_RESULTS) metrics.pullTotal.inc({ ...seriesOf(sub), result }, 0);
+}
+
+async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<PullOutcome> {
+  const { apis, metrics } = deps;
+  const labels = seriesOf(sub);
   const inputs = inputsHash(sub, deps.clusterCidrs);
-  const previous = deps.applied.get(sub.metadata.uid ?? keyOf(sub));
+  const previous = deps.applied.get(stateKey(sub));
   const reusable = previous && previous.inputsHash === inputs ? previous : undefined;
   const limits = limitsOf(sub);
   const sanitiser = new Sanitiser({ clusterCidrs: deps.clusterCidrs, allowlist: sub.spec.allowlist, limits });
-  // Series that exist from the first pull on, at 0: increase() (the pull-failure alert) sees the first failure.
-  for (const result of PULL_RESULTS) metrics.pullTotal.inc({ ...labels, result }, 0);
+  initPullSeries(metrics, sub);
   const stopTimer = metrics.pullDuration.startTimer(labels);
   let pulled;
   try {
@@ -105,70 +117,88 @@ async function pullAndApply(deps: ReconcileDeps, sub: BlocklistSubscription): Pr
     if (err instanceof FeedError) return { kind: 'failed', reason: FEED_REASONS[err.reason], message: err.message };
     throw err;
   }
-
-  let list: AppliedList;
-  let entries: number;
-  let etag: string | undefined;
-  let dropped: Record<string, number> = {};
   if (!pulled.changed) {
     stopTimer();
     metrics.pullTotal.inc({ ...labels, result: 'unchanged' });
-    list = reusable!.list;
-    entries = reusable!.entries;
-    etag = reusable!.etag;
-  } else {
-    const result = sanitiser.finish();
-    stopTimer();
-    dropped = result.dropped;
-    for (const reason of DROP_REASONS) if (result.dropped[reason]) metrics.droppedEntries.inc({ ...labels, reason }, result.dropped[reason]);
-    const considered = result.entries + Object.values(result.dropped).reduce((a, b) => a + b, 0);
-    if (result.dropped.invalid > 0 && result.dropped.invalid * 2 > considered) {
-      metrics.pullTotal.inc({ ...labels, result: 'refused' });
-      const examples = (result.examples.invalid ?? []).map((e) => JSON.stringify(e)).join(', ');
-      return {
-        kind: 'refused',
-        reason: 'FeedUnparseable',
-        message: `${result.dropped.invalid} of ${considered} feed lines are not addresses (e.g. ${examples}); the feed is not a list`,
-      };
-    }
-    const verdict = judge(result, sub.status?.entries, limits);
-    if (!verdict.ok) {
-      metrics.pullTotal.inc({ ...labels, result: 'refused' });
-      return { kind: 'refused', reason: verdict.reason, message: verdict.message };
-    }
-    metrics.pullTotal.inc({ ...labels, result: 'changed' });
-    list = splitFamilies(cidrStrings(result.set));
-    entries = result.entries;
-    etag = pulled.etag;
+    return { kind: 'list', state: reusable!, changed: false, dropped: {} };
   }
+  const result = sanitiser.finish();
+  stopTimer();
+  for (const reason of DROP_REASONS) if (result.dropped[reason]) metrics.droppedEntries.inc({ ...labels, reason }, result.dropped[reason]);
+  const considered = result.entries + Object.values(result.dropped).reduce((a, b) => a + b, 0);
+  if (result.dropped.invalid > 0 && result.dropped.invalid * 2 > considered) {
+    metrics.pullTotal.inc({ ...labels, result: 'refused' });
+    const examples = (result.examples.invalid ?? []).map((e) => JSON.stringify(e)).join(', ');
+    return {
+      kind: 'refused',
+      reason: 'FeedUnparseable',
+      message: `${result.dropped.invalid} of ${considered} feed lines are not addresses (e.g. ${examples}); the feed is not a list`,
+    };
+  }
+  const verdict = judge(result, sub.status?.entries, limits);
+  if (!verdict.ok) {
+    metrics.pullTotal.inc({ ...labels, result: 'refused' });
+    return { kind: 'refused', reason: verdict.reason, message: verdict.message };
+  }
+  metrics.pullTotal.inc({ ...labels, result: 'changed' });
+  const state: AppliedState = { inputsHash: inputs, etag: pulled.etag, list: splitFamilies(cidrStrings(result.set)), entries: result.entries };
+  return { kind: 'list', state, changed: true, dropped: result.dropped };
+}
 
-  const ctx: TargetContext = { apis, sub, list, log };
-  // Targets are independent objects: applied side by side; the first failure is reported.
-  const settled = await Promise.allSettled(
-    sub.spec.targets.map(async (target): Promise<TargetOutcome> => {
-      const kind = target.networkPolicy ? 'NetworkPolicy' : target.ingressNginx ? 'Ingress' : 'ConfigMap';
-      let outcome: TargetOutcome;
-      try {
-        if (target.networkPolicy) outcome = await applyNetworkPolicies(ctx, target.networkPolicy);
-        else if (target.ingressNginx) outcome = await applyIngressNginx(ctx, target.ingressNginx);
-        else outcome = await applyConfigMaps(ctx, target.configMap!, deps.shardBudget);
-      } catch (err) {
-        metrics.targetApply.inc({ ...labels, kind, result: 'failed' });
-        throw new Error(`applying to ${kind} failed: ${(err as Error).message}`, { cause: err });
+/**
+ * Applies a state to every target of the spec, and records it (applied-record.ts); targets are independent
+ * objects, applied side by side, and the first failure is thrown. A target whose enforcement point is not
+ * installed is Degraded, not failed: retrying it would change nothing until someone installs it.
+ */
+async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: AppliedState, repair: boolean): Promise<Applied> {
+  const { apis, metrics, log } = deps;
+  const labels = seriesOf(sub);
+  const ctx = { apis, sub, list: state.list, log };
+  // Kinds the last status shows but the spec no longer has: their objects go.
+  const inSpec = new Set(sub.spec.targets.map((t) => kindOf(t).field));
+  const left = new Set((sub.status?.targets ?? []).map((t) => t.target).filter((f) => !inSpec.has(f as TargetField)));
+  const cleaned = await Promise.all([...left].map((f) => kindByField(f)?.cleanup(ctx) ?? Promise.resolve(0)));
+
+  const applyOne = async (target: BlocklistSubscription['spec']['targets'][number]) => {
+    const kind = kindOf(target);
+    let outcome: TargetOutcome;
+    try {
+      outcome = await applyTarget(ctx, target);
+    } catch (err) {
+      if (!(err instanceof ResourceNotServed)) {
+        metrics.targetApply.inc({ ...labels, kind: kind.metricKind, result: 'failed' });
+        throw new Error(`applying to ${kind.field} failed: ${(err as Error).message}`, { cause: err });
       }
-      metrics.targetApply.inc({ ...labels, kind, result: outcome.problems.length ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
-      metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, outcome.problems.length ? 0 : list.all.length);
-      return outcome;
-    }),
-  );
-  const outcomes: TargetOutcome[] = [];
-  for (const result of settled) {
-    if (result.status === 'rejected') return { kind: 'failed', reason: 'ApplyFailed', message: (result.reason as Error).message };
-    outcomes.push(result.value);
-  }
-  deps.applied.set(sub.metadata.uid ?? keyOf(sub), { inputsHash: inputs, etag, list, entries });
-  const unchanged = outcomes.every((o) => o.writes === 0);
-  return { kind: 'applied', unchanged, entries, list, outcomes, etag, dropped };
+      outcome = { kind: kind.metricKind, objects: [], writes: 0, problems: [{ reason: 'TargetNotInstalled', message: `${kind.field}: ${err.message}` }] };
+    }
+    const degraded = outcome.problems.length > 0;
+    metrics.targetApply.inc({ ...labels, kind: outcome.kind, result: degraded ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
+    metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, degraded ? 0 : state.list.all.length);
+    // From the first apply on, at 0, like the pull series: increase() sees the first repair.
+    metrics.driftRepairs.inc({ ...labels, kind: outcome.kind }, repair ? outcome.writes : 0);
+    return { field: kind.field, outcome };
+  };
+  const [recorded, ...settled] = await Promise.allSettled([writeRecord(ctx, state), ...sub.spec.targets.map(applyOne)]);
+  for (const result of [recorded, ...settled]) if (result.status === 'rejected') throw result.reason;
+  const targets = settled.map((r) => (r as PromiseFulfilledResult<Applied['targets'][number]>).value);
+  return {
+    targets,
+    writes: targets.reduce((n, t) => n + t.outcome.writes, 0) + cleaned.reduce((a, b) => a + b, 0),
+    problems: targets.flatMap((t) => t.outcome.problems),
+  };
+}
+
+function targetStatuses(applied: Applied, cidrs: number): TargetStatus[] {
+  return applied.targets.map(({ field, outcome }) => {
+    const [first] = outcome.problems;
+    return {
+      target: field,
+      state: first ? 'Degraded' : 'Applied',
+      ...(first ? { reason: first.reason, message: outcome.problems.map((p) => p.message).join('; ') } : {}),
+      cidrs: first ? 0 : cidrs,
+      objects: outcome.objects,
+    };
+  });
 }
 
 function setCondition(conditions: Condition[], next: Omit<Condition, 'lastTransitionTime'>, now: string): Condition[] {
@@ -196,6 +226,7 @@ async function recordEvent(deps: ReconcileDeps, sub: BlocklistSubscription, type
         count: 1,
       },
     });
+    deps.apis.writes.count('Event');
   } catch (err) {
     deps.log.warn({ err, subscription: keyOf(sub) }, 'could not record Event');
   }
@@ -217,19 +248,19 @@ async function patchMetadata(apis: Apis, sub: BlocklistSubscription, metadata: R
   apis.writes.count('BlocklistSubscription');
 }
 
-/** Removes what the subscription wrote outside owner-reference reach, then lets the object go. */
+/** Removes everything the subscription wrote, then lets the object go. */
 export async function finalize(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<void> {
   if (!sub.metadata.finalizers?.includes(FINALIZER)) return;
   const ctx = { apis: deps.apis, sub, log: deps.log };
-  await cleanupNetworkPolicies(ctx);
-  await cleanupIngressNginx(ctx);
-  await cleanupConfigMaps(ctx);
+  for (const kind of TARGET_KINDS) await kind.cleanup(ctx);
+  await deleteRecord(ctx);
   await patchMetadata(deps.apis, sub, {
     finalizers: sub.metadata.finalizers.filter((f) => f !== FINALIZER),
     resourceVersion: sub.metadata.resourceVersion,
   });
-  deps.applied.delete(sub.metadata.uid ?? keyOf(sub));
-  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded]) m.remove({ namespace: sub.metadata.namespace, name: sub.metadata.name });
+  deps.applied.delete(stateKey(sub));
+  deps.apis.ledger.forgetOwner(keyOf(sub));
+  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded]) m.remove(seriesOf(sub));
   deps.log.info({ subscription: keyOf(sub) }, 'subscription deleted; cleaned up');
 }
 
@@ -238,21 +269,28 @@ export async function ensureFinalizer(deps: ReconcileDeps, sub: BlocklistSubscri
   await patchMetadata(deps.apis, sub, { finalizers: [...(sub.metadata.finalizers ?? []), FINALIZER], resourceVersion: sub.metadata.resourceVersion });
 }
 
+/** A one-line summary of an applied list, for the status and Events. */
+function summary(state: AppliedState, applied: Applied, dropped: Record<string, number>): string {
+  const droppedTotal = Object.values(dropped).reduce((a, b) => a + b, 0);
+  const objects = applied.targets.reduce((n, t) => n + t.outcome.objects.length, 0);
+  const reasons = Object.entries(dropped).filter(([, n]) => n).map(([r, n]) => `${r} ${n}`).join(', ');
+  return `${state.list.all.length} CIDRs from ${state.entries} entries${droppedTotal ? ` (${droppedTotal} dropped: ${reasons})` : ''} applied to ${objects} objects`;
+}
+
 /** Pulls and applies now, then writes status, an Event and metrics. */
 export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<ReconcileResult> {
   const now = deps.now?.() ?? new Date();
   const nowText = now.toISOString();
   const generation = sub.metadata.generation;
-  const labels = { namespace: sub.metadata.namespace, name: sub.metadata.name };
+  const labels = seriesOf(sub);
   const status: BlocklistSubscriptionStatus = { ...sub.status };
   let conditions = status.conditions ?? [];
   const cond = (type: string, s: Condition['status'], reason: string, message: string) => {
     conditions = setCondition(conditions, { type, status: s, reason, message, observedGeneration: generation }, nowText);
   };
 
-  if (sub.metadata.annotations?.[SYNC_NOW_ANNOTATION] !== undefined) {
-    await patchMetadata(deps.apis, sub, { annotations: { [SYNC_NOW_ANNOTATION]: null } });
-  }
+  const requested = sub.metadata.annotations?.[SYNC_NOW_ANNOTATION] !== undefined;
+  if (requested) await patchMetadata(deps.apis, sub, { annotations: { [SYNC_NOW_ANNOTATION]: null } });
 
   let next: Date | undefined;
   try {
@@ -269,58 +307,121 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     return { ok: true };
   }
 
-  let outcome: Outcome;
+  let failure: { reason: string; message: string } | undefined;
+  let pulled: PullOutcome | undefined;
+  let applied: Applied | undefined;
   try {
-    outcome = await pullAndApply(deps, sub);
+    pulled = await pull(deps, sub);
+    if (pulled.kind !== 'list') failure = pulled;
+    else {
+      try {
+        applied = await applyAll(deps, sub, pulled.state, false);
+      } catch (err) {
+        failure = { reason: 'ApplyFailed', message: (err as Error).message };
+      }
+    }
   } catch (err) {
-    outcome = { kind: 'failed', reason: 'SyncError', message: (err as Error).message };
+    failure = { reason: 'SyncError', message: (err as Error).message };
   }
 
   status.observedGeneration = generation;
   status.lastSyncTime = nowText;
   status.nextSyncTime = next?.toISOString();
-  let eventType: 'Normal' | 'Warning' = 'Normal';
-  let eventReason: string;
-  let eventMessage: string;
-  if (outcome.kind === 'applied') {
-    const problems = outcome.outcomes.flatMap((o) => o.problems);
-    const targets: TargetStatus[] = outcome.outcomes.flatMap((o) => o.objects);
-    const writes = outcome.outcomes.reduce((n, o) => n + o.writes, 0);
-    const droppedTotal = Object.values(outcome.dropped).reduce((a, b) => a + b, 0);
-    status.entries = outcome.entries;
-    status.cidrs = outcome.list.all.length;
+  let event: { type: 'Normal' | 'Warning'; reason: string; message: string };
+  if (pulled?.kind === 'list' && applied) {
+    const { state } = pulled;
+    deps.applied.set(stateKey(sub), state);
+    status.entries = state.entries;
+    status.cidrs = state.list.all.length;
     status.lastSuccessfulSyncTime = nowText;
-    status.feedETag = outcome.etag;
-    status.listHash = createHash('sha256').update(outcome.list.all.join('\n')).digest('hex');
-    status.targets = targets;
-    eventReason = outcome.unchanged ? 'Unchanged' : 'Synced';
-    status.message = `${outcome.list.all.length} CIDRs from ${outcome.entries} entries${droppedTotal ? ` (${droppedTotal} dropped: ${Object.entries(outcome.dropped).filter(([, n]) => n).map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} applied to ${targets.length} objects; ${writes} written`;
-    eventMessage = status.message;
+    status.feedETag = state.etag;
+    status.listHash = listHash(state.list);
+    status.targets = targetStatuses(applied, state.list.all.length);
+    status.message = summary(state, applied, pulled.dropped);
+    const reason = pulled.changed ? 'Synced' : 'Unchanged';
+    event = { type: 'Normal', reason, message: `${status.message}; ${applied.writes} written` };
     cond('Ready', 'True', 'ListApplied', status.message);
-    cond('Synced', 'True', eventReason, status.message);
-    if (problems.length) {
-      cond('Degraded', 'True', 'TargetTooLarge', problems.join('; '));
-      eventType = 'Warning';
-      eventReason = 'TargetTooLarge';
-      eventMessage = problems.join('; ');
+    cond('Synced', 'True', reason, status.message);
+    if (applied.problems.length) {
+      const message = applied.problems.map((p) => p.message).join('; ');
+      cond('Degraded', 'True', applied.problems[0]!.reason, message);
+      event = { type: 'Warning', reason: applied.problems[0]!.reason, message };
     } else {
       cond('Degraded', 'False', 'AsExpected', 'all targets hold the list');
     }
-    deps.metrics.listEntries.set(labels, outcome.entries);
+    deps.metrics.listEntries.set(labels, state.entries);
     deps.metrics.lastSuccess.set(labels, Math.floor(now.getTime() / 1000));
   } else {
-    eventType = 'Warning';
-    eventReason = outcome.reason;
-    eventMessage = `${outcome.message}; the last applied list stays in force`;
-    status.message = eventMessage;
-    cond('Synced', 'False', outcome.reason, eventMessage);
-    cond('Degraded', 'True', outcome.reason, eventMessage);
+    const { reason, message } = failure!;
+    event = { type: 'Warning', reason, message: `${message}; the last applied list stays in force` };
+    status.message = event.message;
+    cond('Synced', 'False', reason, event.message);
+    cond('Degraded', 'True', reason, event.message);
     if (!status.lastSuccessfulSyncTime) cond('Ready', 'False', 'NeverApplied', 'no list has been applied yet');
   }
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
   // Independent requests: side by side (recordEvent never throws).
-  await Promise.all([patchStatus(deps.apis, sub, status), recordEvent(deps, sub, eventType, eventReason, eventMessage)]);
-  deps.log.info({ subscription: keyOf(sub), outcome: eventReason, message: eventMessage }, 'sync');
-  return { ok: outcome.kind !== 'failed', nextSyncTime: next };
+  await Promise.all([patchStatus(deps.apis, sub, status), recordEvent(deps, sub, event.type, event.reason, event.message)]);
+  deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'sync');
+  return { ok: !failure, nextSyncTime: next };
+}
+
+/**
+ * Applies the last applied list again, without a pull: from memory, or after a restart from the record.
+ * Answers needsPull when there is no trustworthy list to apply (no record, or the inputs changed since): the
+ * caller then syncs. Writes the status only when what it says changed, and an Event when something was
+ * written again.
+ */
+export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubscription, why: string): Promise<{ ok: boolean; needsPull: boolean }> {
+  const labels = seriesOf(sub);
+  let state = deps.applied.get(stateKey(sub));
+  const restored = !state;
+  if (!state) {
+    state = await readRecord(deps.apis, sub);
+    if (!state) return { ok: true, needsPull: true };
+  }
+  if (state.inputsHash !== inputsHash(sub, deps.clusterCidrs)) return { ok: true, needsPull: true };
+  const now = deps.now?.() ?? new Date();
+  const nowText = now.toISOString();
+  if (restored) {
+    deps.applied.set(stateKey(sub), state);
+    // A restarted process exposes every subscription from its first minute, not from its next pull.
+    initPullSeries(deps.metrics, sub);
+    deps.metrics.listEntries.set(labels, state.entries);
+    const last = sub.status?.lastSuccessfulSyncTime;
+    if (last) deps.metrics.lastSuccess.set(labels, Math.floor(Date.parse(last) / 1000));
+  }
+  const status: BlocklistSubscriptionStatus = { ...sub.status };
+  let conditions = status.conditions ?? [];
+  const degradedNow = conditions.find((c) => c.type === 'Degraded');
+  const cond = (type: string, s: Condition['status'], reason: string, message: string) => {
+    conditions = setCondition(conditions, { type, status: s, reason, message, observedGeneration: sub.metadata.generation }, nowText);
+  };
+  let applied: Applied | undefined;
+  let event: { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined;
+  try {
+    applied = await applyAll(deps, sub, state, true);
+    status.targets = targetStatuses(applied, state.list.all.length);
+    if (applied.problems.length) {
+      const message = applied.problems.map((p) => p.message).join('; ');
+      cond('Degraded', 'True', applied.problems[0]!.reason, message);
+      event = { type: 'Warning', reason: applied.problems[0]!.reason, message };
+    } else if (!degradedNow || TARGET_REASONS.has(degradedNow.reason)) {
+      cond('Degraded', 'False', 'AsExpected', 'all targets hold the list');
+    }
+    if (!event && applied.writes) {
+      event = { type: 'Normal', reason: 'DriftRepaired', message: `${why}: re-applied the last applied list (${state.list.all.length} CIDRs); ${applied.writes} written` };
+    }
+  } catch (err) {
+    const message = `repairing (${why}) failed: ${(err as Error).message}; what the targets hold stays`;
+    cond('Degraded', 'True', 'ApplyFailed', message);
+    event = { type: 'Warning', reason: 'ApplyFailed', message };
+  }
+  status.conditions = conditions;
+  deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
+  const changed = !sameJson(sub.status, status);
+  await Promise.all([changed ? patchStatus(deps.apis, sub, status) : undefined, event ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined]);
+  if (event) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'repair');
+  return { ok: applied !== undefined, needsPull: false };
 }

@@ -149,6 +149,8 @@ const NetworkPolicyTarget = Type.Object(
   { description: 'one allow-all-except-the-list NetworkPolicy per selected namespace' },
 );
 
+export type NetworkPolicyTarget = Static<typeof NetworkPolicyTarget>;
+
 const IngressNginxTarget = Type.Object(
   {
     ingressSelector: Type.Optional(LabelSelector('Ingresses (in every namespace) whose denylist-source-range annotation gets the list')),
@@ -165,10 +167,13 @@ const IngressNginxTarget = Type.Object(
     ),
   },
   {
-    description: 'ingress-nginx deny-lists (per Ingress annotation or the global ConfigMap key); limited to 256 KiB of addresses',
+    description:
+      'legacy: ingress-nginx deny-lists (per Ingress annotation or the global ConfigMap key), limited to 256 KiB of addresses; ingress-nginx is retired, prefer envoySecurityPolicy or istioAuthorizationPolicy',
     'x-kubernetes-validations': [{ rule: 'has(self.ingressSelector) != has(self.global)', message: 'set exactly one of ingressSelector and global' }],
   },
 );
+
+export type IngressNginxTarget = Static<typeof IngressNginxTarget>;
 
 export const CONFIGMAP_FORMATS = ['txt', 'nginx', 'ipset', 'nftables'] as const;
 export type ConfigMapFormat = (typeof CONFIGMAP_FORMATS)[number];
@@ -191,22 +196,45 @@ const ConfigMapTarget = Type.Object(
   { description: 'ConfigMaps holding the list in file formats for other tools' },
 );
 
+export type ConfigMapTarget = Static<typeof ConfigMapTarget>;
+
+/** One schema per kind of target, under its field in spec.targets[]; targets/index.ts has their code. */
+const TARGET_PROPERTIES = {
+  networkPolicy: Type.Optional(NetworkPolicyTarget),
+  ingressNginx: Type.Optional(IngressNginxTarget),
+  configMap: Type.Optional(ConfigMapTarget),
+};
+export const TARGET_FIELDS = Object.keys(TARGET_PROPERTIES) as (keyof typeof TARGET_PROPERTIES)[];
+
 const Target = Type.Object(
+  TARGET_PROPERTIES,
   {
-    networkPolicy: Type.Optional(NetworkPolicyTarget),
-    ingressNginx: Type.Optional(IngressNginxTarget),
-    configMap: Type.Optional(ConfigMapTarget),
-  },
-  {
-    description: 'one place the list is applied; set exactly one of networkPolicy, ingressNginx, configMap',
+    description: `one place the list is applied; set exactly one of ${TARGET_FIELDS.join(', ')}`,
     'x-kubernetes-validations': [
       {
-        rule: '[has(self.networkPolicy), has(self.ingressNginx), has(self.configMap)].filter(x, x).size() == 1',
-        message: 'set exactly one of networkPolicy, ingressNginx, configMap',
+        rule: `[${TARGET_FIELDS.map((f) => `has(self.${f})`).join(', ')}].filter(x, x).size() == 1`,
+        message: `set exactly one of ${TARGET_FIELDS.join(', ')}`,
       },
     ],
   },
 );
+
+/**
+ * Targets of one kind would write the same objects: one of each per subscription, except configMap, whose
+ * targets are told apart by name.
+ */
+function targetRules(): CelRule[] {
+  return [
+    ...TARGET_FIELDS.filter((f) => f !== 'configMap').map((f) => ({
+      rule: `self.filter(t, has(t.${f})).size() <= 1`,
+      message: `at most one ${f} target per subscription`,
+    })),
+    {
+      rule: 'self.filter(t, has(t.configMap)).all(a, self.filter(b, has(b.configMap) && b.configMap.name == a.configMap.name).size() == 1)',
+      message: 'configMap targets need distinct names',
+    },
+  ];
+}
 
 export const MIN_INTERVAL_SECONDS = 300;
 
@@ -240,7 +268,7 @@ export const BlocklistSubscriptionSpec = Type.Object(
       ),
     ),
     safety: Safety,
-    targets: Type.Array(Target, { minItems: 1, maxItems: 32, description: 'where to apply the list' }),
+    targets: Type.Array(Target, { minItems: 1, maxItems: 32, description: 'where to apply the list', 'x-kubernetes-validations': targetRules() }),
   },
   {
     description: 'which list to pull, how often, and where to apply it',
@@ -269,14 +297,27 @@ const Condition = Type.Object(
 );
 export type Condition = Static<typeof Condition>;
 
+const TargetObject = Type.Object(
+  {
+    kind: Type.String({ description: 'kind of the object, e.g. NetworkPolicy, ConfigMap, CiliumCIDRGroup' }),
+    namespace: Type.Optional(Type.String({ description: 'namespace of the object (none for a cluster-scoped one)' })),
+    name: Type.String({ description: 'name of the object' }),
+    cidrs: Type.Integer({ minimum: 0, description: 'CIDRs it holds' }),
+  },
+  { description: 'an object holding (part of) the list' },
+);
+export type TargetObject = Static<typeof TargetObject>;
+
 const TargetStatus = Type.Object(
   {
-    kind: Type.String({ description: 'NetworkPolicy, Ingress, ConfigMap' }),
-    namespace: Type.String({ description: 'namespace of the object' }),
-    name: Type.String({ description: 'name of the object' }),
-    cidrs: Type.Integer({ minimum: 0, description: 'CIDRs applied to it' }),
+    target: Type.String({ description: 'the kind of target: its field in spec.targets[]' }),
+    state: StringEnum(['Applied', 'Degraded'] as const, { description: 'Applied: its objects hold the list; Degraded: they could not take it and what they held stays' }),
+    reason: Type.Optional(Type.String({ description: 'why it is Degraded: TargetTooLarge, TargetNotInstalled, TargetNotFound' })),
+    message: Type.Optional(Type.String({ description: 'details of what is wrong' })),
+    cidrs: Type.Integer({ minimum: 0, description: 'CIDRs of the list it holds' }),
+    objects: Type.Array(TargetObject, { description: 'the objects holding the list' }),
   },
-  { description: 'an object the list was applied to' },
+  { description: 'what one target of spec.targets holds' },
 );
 export type TargetStatus = Static<typeof TargetStatus>;
 
@@ -297,7 +338,7 @@ export const BlocklistSubscriptionStatus = Type.Object(
     nextSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the next scheduled sync runs' })),
     feedETag: Type.Optional(Type.String({ description: 'ETag of the applied feed body, sent as If-None-Match' })),
     listHash: Type.Optional(Type.String({ description: 'SHA-256 of the applied aggregated list' })),
-    targets: Type.Optional(Type.Array(TargetStatus, { description: 'objects the list is applied to' })),
+    targets: Type.Optional(Type.Array(TargetStatus, { description: 'per target of spec.targets: what it holds, and why not when Degraded' })),
     message: Type.Optional(Type.String({ description: 'summary of the last sync' })),
   },
   { description: 'what the controller last did' },

@@ -3,11 +3,9 @@
 // controller ConfigMap. What this subscription added is remembered in an annotation on the same object, so a
 // later sync or the clean-up removes only its own entries.
 import type { V1ConfigMap, V1Ingress } from '@kubernetes/client-node';
-import type { BlocklistSubscription, BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
+import type { BlocklistSubscription, IngressNginxTarget } from '../api/v1alpha1.ts';
 import { labelSelectorString, readOptional, subscriptionKey } from '../k8s.ts';
-import type { TargetContext, TargetOutcome } from './types.ts';
-
-type Target = NonNullable<BlocklistSubscriptionSpec['targets'][number]['ingressNginx']>;
+import type { CleanupContext, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 export const DENYLIST_ANNOTATION = 'nginx.ingress.kubernetes.io/denylist-source-range';
 const DENYLIST_KEY = 'denylist-source-range';
@@ -68,7 +66,7 @@ function plan(
   return { annotations: next, value };
 }
 
-export async function applyIngressNginx(ctx: TargetContext, target: Target): Promise<TargetOutcome> {
+async function apply(ctx: TargetContext, target: IngressNginxTarget): Promise<TargetOutcome> {
   const outcome: TargetOutcome = { kind: 'Ingress', objects: [], writes: 0, problems: [] };
   const { apis, sub, list } = ctx;
   if (target.global) {
@@ -76,13 +74,13 @@ export async function applyIngressNginx(ctx: TargetContext, target: Target): Pro
     outcome.kind = 'ConfigMap';
     const cm = await readOptional(() => apis.core.readNamespacedConfigMap({ name, namespace }));
     if (!cm) {
-      outcome.problems.push(`ingress-nginx ConfigMap ${namespace}/${name} does not exist`);
+      outcome.problems.push({ reason: 'TargetNotFound', message: `ingress-nginx ConfigMap ${namespace}/${name} does not exist` });
       return outcome;
     }
     const p = plan(sub, cm.metadata?.annotations ?? {}, cm.data?.[DENYLIST_KEY], list.all);
     if (p) {
       if (annotationsSize(p.annotations) > ANNOTATION_BUDGET) {
-        outcome.problems.push(`the list does not fit the ${ANNOTATION_BUDGET}-byte annotation budget of ConfigMap ${namespace}/${name}`);
+        outcome.problems.push({ reason: 'TargetTooLarge', message: `the list does not fit the ${ANNOTATION_BUDGET}-byte annotation budget of ConfigMap ${namespace}/${name}` });
         return outcome;
       }
       const body: V1ConfigMap = { ...cm, metadata: { ...cm.metadata, annotations: p.annotations }, data: { ...cm.data, [DENYLIST_KEY]: p.value } };
@@ -105,7 +103,10 @@ export async function applyIngressNginx(ctx: TargetContext, target: Target): Pro
       const next: Record<string, string> = { ...p.annotations, [DENYLIST_ANNOTATION]: p.value };
       if (!p.value) delete next[DENYLIST_ANNOTATION];
       if (annotationsSize(next) > ANNOTATION_BUDGET) {
-        outcome.problems.push(`the list does not fit the ${ANNOTATION_BUDGET}-byte annotation budget of Ingress ${namespace}/${name}; its deny-list stays as it was`);
+        outcome.problems.push({
+          reason: 'TargetTooLarge',
+          message: `the list does not fit the ${ANNOTATION_BUDGET}-byte annotation budget of Ingress ${namespace}/${name}; its deny-list stays as it was`,
+        });
         continue;
       }
       await apis.networking.replaceNamespacedIngress({ name, namespace, body: { ...ing, metadata: { ...ing.metadata, annotations: next } } });
@@ -119,7 +120,7 @@ export async function applyIngressNginx(ctx: TargetContext, target: Target): Pro
   return outcome;
 }
 
-async function removeFromIngresses(ctx: Omit<TargetContext, 'list'>, which: (ing: V1Ingress) => boolean): Promise<number> {
+async function removeFromIngresses(ctx: CleanupContext, which: (ing: V1Ingress) => boolean): Promise<number> {
   const key = recordAnnotation(ctx.sub);
   const all = await ctx.apis.networking.listIngressForAllNamespaces({});
   let writes = 0;
@@ -142,8 +143,8 @@ async function removeFromIngresses(ctx: Omit<TargetContext, 'list'>, which: (ing
   return writes;
 }
 
-/** Finalizer: takes our entries out of every Ingress and of the global ConfigMaps this subscription names. */
-export async function cleanupIngressNginx(ctx: Omit<TargetContext, 'list'>): Promise<number> {
+/** Clean-up: takes our entries out of every Ingress and of the global ConfigMaps this subscription names. */
+async function cleanup(ctx: CleanupContext): Promise<number> {
   let writes = await removeFromIngresses(ctx, () => true);
   const key = recordAnnotation(ctx.sub);
   for (const t of ctx.sub.spec.targets) {
@@ -164,3 +165,22 @@ export async function cleanupIngressNginx(ctx: Omit<TargetContext, 'list'>): Pro
   }
   return writes;
 }
+
+/**
+ * Legacy: ingress-nginx was retired by Kubernetes SIG Network (maintenance ended in March 2026). The objects
+ * are not the controller's (an Ingress belongs to its owner, whose tooling re-applies it), so they are not
+ * watched for drift: a sync (scheduled, or at start-up) puts our entries back.
+ */
+export const ingressNginxTarget: TargetKind<'ingressNginx'> = {
+  field: 'ingressNginx',
+  metricKind: 'Ingress',
+  resources: [],
+  rules: [
+    // the deny-list annotation on selected Ingresses (never created or deleted)
+    { apiGroups: ['networking.k8s.io'], resources: ['ingresses'], verbs: ['list', 'update'] },
+    // the ingress-nginx controller ConfigMap's global deny-list
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'update'] },
+  ],
+  apply,
+  cleanup,
+};

@@ -1,7 +1,8 @@
-// What every target receives and reports.
+// What every target receives and reports, and what a kind of target is (targets/index.ts lists them all).
+import type { V1PolicyRule } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logging.ts';
-import type { BlocklistSubscription, TargetStatus } from '../api/v1alpha1.ts';
-import type { Apis } from '../k8s.ts';
+import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../api/v1alpha1.ts';
+import type { Apis, ResourceType } from '../k8s.ts';
 
 /** The aggregated list as applied: CIDR strings, IPv4 then IPv6, each ascending. */
 export interface AppliedList {
@@ -17,13 +18,48 @@ export interface TargetContext {
   log: Logger;
 }
 
+export type CleanupContext = Omit<TargetContext, 'list'>;
+
+/**
+ * Why a target does not hold the list; what it held before stays. Each is the Degraded condition's reason when
+ * it happens: TargetTooLarge (the list is beyond what the object kind or the enforcement point takes),
+ * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
+ * TargetNotFound (an object the target names does not exist).
+ */
+export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound';
+
+export interface TargetProblem {
+  reason: ProblemReason;
+  message: string;
+}
+
 export interface TargetOutcome {
-  kind: 'NetworkPolicy' | 'Ingress' | 'ConfigMap';
-  objects: TargetStatus[];
+  /** the kind label of the metrics (blockfeed_target_cidrs{kind}) */
+  kind: string;
+  objects: TargetObject[];
   /** objects written (created, replaced, deleted) */
   writes: number;
-  /** reasons the list could not be applied somewhere; what was there stays */
-  problems: string[];
+  problems: TargetProblem[];
+}
+
+type TargetSpec = BlocklistSubscriptionSpec['targets'][number];
+export type TargetField = keyof TargetSpec;
+
+/** One kind of target: a field of spec.targets[] and everything the controller does for it. */
+export interface TargetKind<F extends TargetField = TargetField> {
+  field: F;
+  /** the kind label of its metrics */
+  metricKind: string;
+  /**
+   * The kinds of object it writes, each labelled as the subscription's: watched for drift (drift.ts) and
+   * removed by clean-up. Empty for a target that edits objects it does not own (ingress-nginx).
+   */
+  resources: readonly ResourceType[];
+  /** The API calls it makes, generated into the chart's ClusterRole through rbac.ts. */
+  rules: readonly V1PolicyRule[];
+  apply(ctx: TargetContext, spec: NonNullable<TargetSpec[F]>): Promise<TargetOutcome>;
+  /** Removes what it wrote for the subscription (it is being deleted, or the target left its spec). */
+  cleanup(ctx: CleanupContext): Promise<number>;
 }
 
 export function splitFamilies(all: readonly string[]): AppliedList {

@@ -127,9 +127,16 @@ describe('BlocklistSubscription', () => {
     expect(condition(sub, 'Degraded')).toMatchObject({ status: 'False' });
     expect(sub.status!.lastSuccessfulSyncTime).toBeTruthy();
     expect(new Date(sub.status!.nextSyncTime!).getTime() - new Date(sub.status!.lastSyncTime!).getTime()).toBe(6 * 3600 * 1000);
-    expect(sub.status!.targets!.map((t) => `${t.kind}/${t.namespace}/${t.name}`).sort()).toEqual(
-      [...[protectedA, protectedB].map((ns) => `NetworkPolicy/${ns}/${sub.status!.targets!.find((t) => t.kind === 'NetworkPolicy')!.name}`), `Ingress/${protectedA}/shop`, `ConfigMap/${home}/attackers`].sort(),
+    const objects = sub.status!.targets!.flatMap((t) => t.objects.map((o) => `${t.target} ${o.kind}/${o.namespace}/${o.name}`));
+    const policyName = sub.status!.targets!.find((t) => t.target === 'networkPolicy')!.objects[0]!.name;
+    expect(objects.sort()).toEqual(
+      [...[protectedA, protectedB].map((ns) => `networkPolicy NetworkPolicy/${ns}/${policyName}`), `ingressNginx Ingress/${protectedA}/shop`, `configMap ConfigMap/${home}/attackers`].sort(),
     );
+    expect(sub.status!.targets!.map((t) => [t.target, t.state, t.cidrs])).toEqual([
+      ['networkPolicy', 'Applied', CIDRS.length],
+      ['ingressNginx', 'Applied', CIDRS.length],
+      ['configMap', 'Applied', CIDRS.length],
+    ]);
 
     // The key went as X-API-Key, never in the URL.
     const req = feed.requests[0]!;

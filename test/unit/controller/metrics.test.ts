@@ -15,6 +15,7 @@ describe('controller metrics', () => {
     m.droppedEntries.inc({ ...labels, reason: 'never_block' }, 3);
     m.targetApply.inc({ ...labels, kind: 'ConfigMap', result: 'written' });
     m.degraded.set(labels, 1);
+    m.driftRepairs.inc({ ...labels, kind: 'NetworkPolicy' });
     const text = await m.registry.metrics();
     for (const name of [
       'blockfeed_pull_total',
@@ -25,6 +26,7 @@ describe('controller metrics', () => {
       'blockfeed_dropped_entries_total',
       'blockfeed_target_apply_total',
       'blockfeed_subscription_degraded',
+      'blockfeed_drift_repairs_total',
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }

@@ -1,6 +1,9 @@
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
+import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
-import { policySpec } from '../../../controller/targets/networkpolicy.ts';
+import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
 import { splitFamilies } from '../../../controller/targets/types.ts';
 
 describe('ingress-nginx deny-list merge', () => {
@@ -28,7 +31,7 @@ describe('NetworkPolicy spec', () => {
       policyTypes: ['Ingress'],
       ingress: [
         {
-          _from: [
+          from: [
             { ipBlock: { cidr: '0.0.0.0/0', except: ['45.33.32.156/32', '198.51.100.0/24'] } },
             { ipBlock: { cidr: '::/0', except: ['2001:db8::/32'] } },
             { namespaceSelector: {} },
@@ -42,5 +45,43 @@ describe('NetworkPolicy spec', () => {
       policyTypes: ['Egress'],
       egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0' } }, { ipBlock: { cidr: '::/0' } }, { namespaceSelector: {} }] }],
     });
+  });
+});
+
+const sub = {
+  apiVersion: 'blockfeed.dev/v1alpha1' as const,
+  kind: 'BlocklistSubscription' as const,
+  metadata: { name: 'attackers', namespace: 'team-a', uid: 'u-1' },
+  spec: { feed: { url: 'http://feed', endpoint: 'export' as const }, safety: { maxEntries: 10, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 }, targets: [] },
+};
+
+describe('desired objects', () => {
+  const list = splitFamilies(['45.33.32.156/32', '2001:db8::/32']);
+
+  it('one NetworkPolicy per namespace, sharing one spec, owned by the subscription only in its own namespace', () => {
+    const policies = desiredPolicies({ sub, list }, { namespaceSelector: {}, direction: 'Ingress' }, ['web', 'team-a']);
+    expect(policies.map((p) => p.namespace)).toEqual(['team-a', 'web']);
+    expect(new Set(policies.map((p) => p.name)).size).toBe(1);
+    expect(policies[0]!.content).toBe(policies[1]!.content);
+    expect(policies[0]!.ownerReferences).toEqual([expect.objectContaining({ kind: 'BlocklistSubscription', uid: 'u-1' })]);
+    expect(policies[1]!.ownerReferences).toBeUndefined();
+    expect(policies[0]!.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'blockfeed-controller', 'blockfeed.dev/target': 'networkPolicy' });
+  });
+
+  it('ConfigMap shards named <name>, <name>-1, ... with the CIDR count of each', () => {
+    const many = splitFamilies(Array.from({ length: 70_000 }, (_, i) => `45.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`));
+    const shards = desiredConfigMaps({ sub, list: many }, { name: 'lists', formats: ['txt', 'nginx'] });
+    expect(shards.map((s) => s.name)).toEqual(['lists', 'lists-1', 'lists-2']);
+    expect(shards.reduce((n, s) => n + Number(s.annotations['blockfeed.dev/cidrs']), 0)).toBe(70_000);
+  });
+
+  it('the record of the applied list is deterministic and holds the list exactly', async () => {
+    const state = { inputsHash: 'h', list, entries: 2 };
+    const [a, b] = [await desiredRecord(sub, state), await desiredRecord(sub, state)];
+    expect(a).toEqual(b);
+    expect(a).toHaveLength(1);
+    const packed = Buffer.from((a[0]!.content.binaryData as Record<string, string>)['list.gz']!, 'base64');
+    expect(gunzipSync(packed).toString()).toBe(list.all.join('\n'));
+    expect(a[0]!.annotations['blockfeed.dev/list-hash']).toBe(listHash(list));
   });
 });

@@ -1,0 +1,105 @@
+// Drift: the objects the controller writes are watched, as controller-runtime's Owns() watches a Go operator's,
+// so that a deletion or an edit by anyone else is repaired within seconds rather than at the next scheduled
+// sync. One watch per kind of object, cluster-wide, on the managed-by label, metadata only (list objects can be
+// megabytes; their resourceVersion says enough). An event for an object the ledger knows, at a version other
+// than the one this process left it at, or its deletion, asks for a repair of the subscription that owns it:
+// the last applied list applied again, without pulling the feed (reconcile.ts).
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
+import type { Logger } from '../common/logging.ts';
+import { METADATA_ONLY, MANAGED_SELECTOR, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
+import { ledgerKey } from './ledger.ts';
+
+interface DriftOptions {
+  apis: Apis;
+  log: Logger;
+  /** the subscription ("namespace/name") whose object drifted, and what happened to it */
+  onDrift: (subscription: string, what: string) => void;
+}
+
+/** Our own writes also come back as events, sometimes before the write's answer: judged after this delay. */
+const SETTLE_MS = 300;
+const RETRY_MIN_MS = 2000;
+const RETRY_MAX_MS = 300_000;
+
+type MetaObject = KubernetesObject & { metadata: ObjectMeta };
+
+/** A Watch whose requests ask for metadata only (PartialObjectMetadata). */
+function metadataWatch(kc: KubeConfig): Watch {
+  const config = {
+    getCurrentCluster: () => kc.getCurrentCluster(),
+    applySecurityAuthentication: async (ctx: RequestContext) => {
+      await kc.applySecurityAuthentication(ctx);
+      ctx.setHeaderParam('Accept', METADATA_ONLY.replace('PartialObjectMetadataList', 'PartialObjectMetadata'));
+    },
+  };
+  // Watch only calls these two methods of its configuration.
+  return new Watch(config as unknown as KubeConfig);
+}
+
+export class DriftWatch {
+  private readonly informers = new Map<string, ListWatch<MetaObject>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+  private readonly o: DriftOptions;
+
+  constructor(options: DriftOptions) {
+    this.o = options;
+  }
+
+  /** Starts watching a kind of object; once per kind (the ledger asks when it records the first one). */
+  watch(resource: ResourceType): void {
+    const id = `${resource.group}/${resource.version}/${resource.plural}`;
+    if (this.stopped || this.informers.has(id)) return;
+    const { apis, log } = this.o;
+    const path = collectionPath(resource);
+    const list = async () => {
+      const text = await apiRequest(apis, 'GET', `${path}?labelSelector=${encodeURIComponent(MANAGED_SELECTOR)}`, { accept: METADATA_ONLY });
+      const body = JSON.parse(text) as { items?: MetaObject[] | null; metadata: { resourceVersion: string } };
+      return { items: body.items ?? [], metadata: body.metadata };
+    };
+    const informer = new ListWatch<MetaObject>(path, metadataWatch(apis.kubeConfig), list, false, MANAGED_SELECTOR);
+    informer.on('update', (obj) => this.later(() => this.seen(resource, obj, 'changed')));
+    informer.on('delete', (obj) => this.seen(resource, obj, 'deleted'));
+    let delay = RETRY_MIN_MS;
+    let lastError = 0;
+    informer.on('error', (err: unknown) => {
+      if (this.stopped) return; // stop() aborted it
+      // Errors in a row back off (a kind whose CRD was removed answers 404 until it is back).
+      delay = Date.now() - lastError < RETRY_MAX_MS ? Math.min(delay * 2, RETRY_MAX_MS) : RETRY_MIN_MS;
+      lastError = Date.now();
+      log.warn({ err, resource: `${resource.kind}.${resource.group}`, retryInMs: delay }, 'drift watch failed; restarting');
+      this.later(() => void informer.start().catch((e: unknown) => log.warn({ err: e }, 'drift watch restart failed')), delay);
+    });
+    this.informers.set(id, informer);
+    informer.start().catch((err: unknown) => log.warn({ err }, 'drift watch failed to start'));
+    log.debug({ resource: `${resource.kind}.${resource.group}` }, 'watching for drift');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    await Promise.all([...this.informers.values()].map((i) => i.stop()));
+    this.informers.clear();
+  }
+
+  private later(fn: () => void, ms = SETTLE_MS): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (!this.stopped) fn();
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  private seen(resource: ResourceType, obj: MetaObject, what: 'changed' | 'deleted'): void {
+    const { namespace, name, resourceVersion } = obj.metadata;
+    const key = ledgerKey(resource, namespace, name);
+    const entry = this.o.apis.ledger.get(key);
+    // Not ours (another controller's process, or already forgotten: we deleted it), or the version we wrote.
+    if (!entry || (what === 'changed' && entry.resourceVersion === resourceVersion)) return;
+    if (what === 'deleted') this.o.apis.ledger.forget(key);
+    this.o.onDrift(entry.owner, `${resource.kind} ${namespace ? `${namespace}/` : ''}${name} ${what}`);
+  }
+}

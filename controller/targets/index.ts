@@ -1,0 +1,35 @@
+// Every kind of target, in one list: reconcile dispatches through it, clean-up walks it, the drift watch learns
+// from it which objects are the controller's, rbac.ts takes each kind's API calls from it, and metrics name
+// each kind by it. A new enforcement point is one module here plus its schema in api/v1alpha1.ts.
+import { TARGET_FIELDS, type BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
+import { configMapTarget } from './configmap.ts';
+import { ingressNginxTarget } from './ingress-nginx.ts';
+import { networkPolicyTarget } from './networkpolicy.ts';
+import type { TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
+
+type AnyTargetKind = { [F in TargetField]: TargetKind<F> }[TargetField];
+
+export const TARGET_KINDS: readonly AnyTargetKind[] = [networkPolicyTarget, ingressNginxTarget, configMapTarget];
+
+// The schema and this list name the same kinds (a unit test says so too).
+if (TARGET_KINDS.map((k) => k.field).join() !== TARGET_FIELDS.join()) throw new Error('targets/index.ts and api/v1alpha1.ts list different targets');
+
+type TargetSpec = BlocklistSubscriptionSpec['targets'][number];
+
+/** The kind of one entry of spec.targets (the CRD makes sure exactly one field is set). */
+export function kindOf(target: TargetSpec): AnyTargetKind {
+  const kind = TARGET_KINDS.find((k) => target[k.field] !== undefined);
+  if (!kind) throw new Error(`a target sets none of ${TARGET_FIELDS.join(', ')}`);
+  return kind;
+}
+
+export function kindByField(field: string): AnyTargetKind | undefined {
+  return TARGET_KINDS.find((k) => k.field === field);
+}
+
+/** Applies one entry of spec.targets with its kind's code. */
+export function applyTarget(ctx: TargetContext, target: TargetSpec): Promise<TargetOutcome> {
+  const kind = kindOf(target);
+  // kindOf() found the field set: its value has the kind's own spec type.
+  return (kind.apply as (ctx: TargetContext, spec: unknown) => Promise<TargetOutcome>)(ctx, target[kind.field]);
+}

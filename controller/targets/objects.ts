@@ -1,0 +1,216 @@
+// The one way targets write the objects they own: a pure desired state (the objects a list should produce)
+// is made true in the API, writing only what differs and deleting what is no longer wanted.
+//
+// Every object carries a content-hash annotation over what the controller sets. One metadata-only list shows
+// which objects exist, at which version and with which hash: an object whose hash matches and that this
+// process left at that very version (the ledger) is not read at all; one whose hash matches at another
+// version (a restart, or someone edited it) is read and compared for real; everything else is written.
+import type { V1OwnerReference } from '@kubernetes/client-node';
+import type { BlocklistSubscription } from '../api/v1alpha1.ts';
+import {
+  CONTENT_HASH_ANNOTATION,
+  SUBSCRIPTION_ANNOTATION,
+  apiVersionOf,
+  collectionPath,
+  contentHash,
+  deleteObject,
+  getObject,
+  isConflict,
+  isNotFound,
+  listMeta,
+  mapLimit,
+  objectPath,
+  ownedLabels,
+  ownedSelector,
+  ownerReference,
+  sameJson,
+  sameStringMap,
+  sendJson,
+  type ObjectMeta,
+  type ResourceType,
+} from '../k8s.ts';
+import { ledgerKey } from '../ledger.ts';
+import type { CleanupContext } from './types.ts';
+
+/** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
+export const TARGET_LABEL = 'blockfeed.dev/target';
+
+/** An object as a target wants it. */
+export interface DesiredObject {
+  namespace?: string;
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  ownerReferences?: V1OwnerReference[];
+  /** the top-level fields besides apiVersion, kind and metadata, e.g. { spec } or { data } */
+  content: Record<string, unknown>;
+}
+
+/** Which existing objects a call owns: these labels, in one namespace or everywhere. */
+export interface OwnedScope {
+  selector: string;
+  namespace?: string;
+}
+
+export interface SyncResult {
+  /** objects created or replaced */
+  written: number;
+  /** objects of the scope deleted because no longer desired */
+  deleted: number;
+}
+
+/** The enforcement point's API is not served (404 on its collection): its CRD is not installed. */
+export class ResourceNotServed extends Error {
+  readonly resource: ResourceType;
+  constructor(resource: ResourceType, cause: unknown) {
+    super(`the ${resource.kind} API (${apiVersionOf(resource)}) is not served by this cluster: its CRD is not installed`, { cause });
+    this.name = 'ResourceNotServed';
+    this.resource = resource;
+  }
+}
+
+/** Labels and annotations every object of `target` of `sub` carries. */
+export function ownedMetadata(sub: BlocklistSubscription, target: string): Pick<DesiredObject, 'labels' | 'annotations'> {
+  return {
+    labels: { ...ownedLabels(sub), [TARGET_LABEL]: target },
+    annotations: { [SUBSCRIPTION_ANNOTATION]: `${sub.metadata.namespace}/${sub.metadata.name}` },
+  };
+}
+
+/** The selector of every object `target` of `sub` wrote. */
+export function targetSelector(sub: BlocklistSubscription, target: string): string {
+  return `${ownedSelector(sub)},${TARGET_LABEL}=${target}`;
+}
+
+/**
+ * Owner references for an object in `namespace`: only an object in the subscription's own namespace can be
+ * owned by it (garbage collection then removes it); others, and cluster-scoped objects, rely on the finalizer.
+ */
+export function ownerReferencesIn(sub: BlocklistSubscription, namespace: string | undefined): V1OwnerReference[] | undefined {
+  return namespace === sub.metadata.namespace ? [ownerReference(sub)] : undefined;
+}
+
+// Content objects are often shared (one NetworkPolicy spec for every namespace): serialised once.
+const serialised = new WeakMap<object, string>();
+function jsonOf(content: Record<string, unknown>): string {
+  let json = serialised.get(content);
+  if (json === undefined) {
+    json = JSON.stringify(content);
+    serialised.set(content, json);
+  }
+  return json;
+}
+
+const isStringMap = (v: unknown): v is Record<string, string> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+
+/** Whether an object read from the API holds exactly the desired content and at least the desired metadata. */
+function holdsDesired(current: Record<string, unknown> & { metadata?: ObjectMeta }, want: DesiredObject, annotations: Record<string, string>): boolean {
+  for (const [field, value] of Object.entries(want.content)) {
+    const have = current[field];
+    // String maps (ConfigMap data) are compared without serialising megabytes.
+    if (isStringMap(value) ? !(isStringMap(have) && sameStringMap(have, value)) : !sameJson(have, value)) return false;
+  }
+  const meta = current.metadata ?? { name: want.name };
+  const includes = (have: Record<string, string> | undefined, need: Record<string, string>) => Object.entries(need).every(([k, v]) => have?.[k] === v);
+  return includes(meta.labels, want.labels) && includes(meta.annotations, annotations) && sameJson(meta.ownerReferences ?? [], want.ownerReferences ?? []);
+}
+
+async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
+  try {
+    return await listMeta(ctx.apis, resource, scope.selector, scope.namespace);
+  } catch (err) {
+    if (isNotFound(err)) throw new ResourceNotServed(resource, err);
+    throw err;
+  }
+}
+
+/**
+ * Makes `desired` true for one kind of object and deletes the objects of `scope` that are not desired.
+ * Objects are independent, so they are written side by side. Throws ResourceNotServed when the kind is not
+ * served at all.
+ */
+export async function syncObjects(ctx: CleanupContext, resource: ResourceType, desired: readonly DesiredObject[], scope: OwnedScope): Promise<SyncResult> {
+  const { apis, sub } = ctx;
+  const owner = `${sub.metadata.namespace}/${sub.metadata.name}`;
+  const existing = await listOwned(ctx, resource, scope);
+  const listed = new Map(existing.map((m) => [`${m.namespace ?? ''}/${m.name}`, m]));
+  const prefix = `{"apiVersion":${JSON.stringify(apiVersionOf(resource))},"kind":${JSON.stringify(resource.kind)},"metadata":`;
+
+  const writes = await mapLimit(desired, 4, async (want): Promise<number> => {
+    const namespace = resource.namespaced ? want.namespace : undefined;
+    const contentJson = jsonOf(want.content);
+    const hash = contentHash([contentJson, want.labels, want.annotations, want.ownerReferences]);
+    const annotations = { ...want.annotations, [CONTENT_HASH_ANNOTATION]: hash };
+    const key = ledgerKey(resource, namespace, want.name);
+    const meta = listed.get(`${namespace ?? ''}/${want.name}`);
+    let resourceVersion = meta?.resourceVersion;
+    if (meta && meta.annotations?.[CONTENT_HASH_ANNOTATION] === hash) {
+      if (apis.ledger.holds(key, resourceVersion)) return 0;
+      // Our hash at a version this process has not seen (a restart, or an edit): compare for real.
+      const current = await getObject<Record<string, unknown> & { metadata?: ObjectMeta }>(apis, resource, namespace, want.name);
+      if (current && holdsDesired(current, want, annotations)) {
+        apis.ledger.record(resource, namespace, want.name, current.metadata!.resourceVersion!, owner);
+        return 0;
+      }
+      resourceVersion = current?.metadata?.resourceVersion;
+    }
+    const metadata = {
+      name: want.name,
+      ...(namespace ? { namespace } : {}),
+      labels: want.labels,
+      annotations,
+      ...(want.ownerReferences ? { ownerReferences: want.ownerReferences } : {}),
+      ...(resourceVersion ? { resourceVersion } : {}),
+    };
+    // The content is spliced in as text: serialised once, however many objects share it.
+    const json = `${prefix}${JSON.stringify(metadata)},${contentJson.slice(1)}`;
+    let answer: { resourceVersion?: string };
+    if (resourceVersion) answer = await sendJson(apis, 'PUT', objectPath(resource, namespace, want.name), json);
+    else {
+      try {
+        answer = await sendJson(apis, 'POST', collectionPath(resource, namespace), json);
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        // It exists without our labels (someone removed them): ours by name, so it is taken back.
+        const current = await getObject<{ metadata?: ObjectMeta }>(apis, resource, namespace, want.name);
+        const taken = { ...metadata, resourceVersion: current?.metadata?.resourceVersion };
+        answer = await sendJson(apis, 'PUT', objectPath(resource, namespace, want.name), `${prefix}${JSON.stringify(taken)},${contentJson.slice(1)}`);
+      }
+    }
+    if (answer.resourceVersion) apis.ledger.record(resource, namespace, want.name, answer.resourceVersion, owner);
+    apis.writes.count(resource.kind);
+    return 1;
+  });
+
+  const wanted = new Set(desired.map((d) => `${resource.namespaced ? (d.namespace ?? '') : ''}/${d.name}`));
+  let deleted = 0;
+  for (const m of existing) {
+    if (wanted.has(`${m.namespace ?? ''}/${m.name}`)) continue;
+    deleted += await removeObject(ctx, resource, m);
+  }
+  return { written: writes.reduce((a, b) => a + b, 0), deleted };
+}
+
+async function removeObject(ctx: CleanupContext, resource: ResourceType, m: ObjectMeta): Promise<number> {
+  ctx.apis.ledger.forget(ledgerKey(resource, m.namespace, m.name));
+  if (!(await deleteObject(ctx.apis, resource, m.namespace, m.name))) return 0;
+  ctx.apis.writes.count(resource.kind);
+  return 1;
+}
+
+/** Deletes every object of these kinds in `scope` (clean-up); a kind that is not served holds nothing. */
+export async function deleteOwned(ctx: CleanupContext, resources: readonly ResourceType[], scope: OwnedScope): Promise<number> {
+  let deleted = 0;
+  for (const resource of resources) {
+    let existing: ObjectMeta[];
+    try {
+      existing = await listOwned(ctx, resource, scope);
+    } catch (err) {
+      if (err instanceof ResourceNotServed) continue;
+      throw err;
+    }
+    for (const m of existing) deleted += await removeObject(ctx, resource, m);
+  }
+  return deleted;
+}
