@@ -4,7 +4,9 @@
 //      NetworkPolicy) into a real kube-apiserver, against curl downloading the same body (target <= 3x), and
 //      the peak RSS of this process (target <= 400 MB);
 //   2. aggregation of 1,000,000 addresses against sorting them as a Uint32Array (target <= 2x);
-//   3. 200 subscriptions: time to reconcile all, and the target writes of an unchanged resync (target 0).
+//   3. 200 subscriptions: time to reconcile all, and the writes of an unchanged resync — target objects, status
+//      and Events (target 0; a status write per subscription per resync before statuses were written only on
+//      change).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

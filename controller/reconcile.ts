@@ -46,6 +46,13 @@ interface ReconcileResult {
   nextSyncTime?: Date;
 }
 
+/**
+ * A status that changes nothing but its sync times is written at most this often: the write load of many
+ * unchanged subscriptions stays flat, and lastSuccessfulSyncTime stays within this of the truth (the metric
+ * blockfeed_last_success_timestamp_seconds has every sync).
+ */
+export const STATUS_REFRESH_MS = 3_600_000;
+
 type PullOutcome =
   | { kind: 'list'; state: AppliedState; changed: boolean; dropped: Record<string, number> }
   | { kind: 'refused' | 'failed'; reason: string; message: string };
@@ -207,6 +214,24 @@ function setCondition(conditions: Condition[], next: Omit<Condition, 'lastTransi
   return [...conditions.filter((c) => c.type !== next.type), { ...next, lastTransitionTime }].sort((a, b) => a.type.localeCompare(b.type));
 }
 
+/** The status without its sync times: what must be written as soon as it changes. */
+function essential(status: BlocklistSubscriptionStatus | undefined): Omit<BlocklistSubscriptionStatus, 'lastSyncTime' | 'nextSyncTime' | 'lastSuccessfulSyncTime'> {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { lastSyncTime, nextSyncTime, lastSuccessfulSyncTime, ...rest } = status ?? {};
+  return rest;
+}
+
+/**
+ * Whether a sync's status must be written: when anything but the sync times changed, when someone asked for
+ * the sync (sync-now: they are waiting to see it), or when the recorded sync times are older than
+ * STATUS_REFRESH_MS.
+ */
+export function statusWriteNeeded(before: BlocklistSubscriptionStatus | undefined, after: BlocklistSubscriptionStatus, now: Date, requested: boolean): boolean {
+  if (requested || !sameJson(essential(before), essential(after))) return true;
+  const last = before?.lastSyncTime ? Date.parse(before.lastSyncTime) : 0;
+  return now.getTime() - last >= STATUS_REFRESH_MS;
+}
+
 async function recordEvent(deps: ReconcileDeps, sub: BlocklistSubscription, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
   const now = (deps.now?.() ?? new Date()).toISOString();
   try {
@@ -277,7 +302,7 @@ function summary(state: AppliedState, applied: Applied, dropped: Record<string, 
   return `${state.list.all.length} CIDRs from ${state.entries} entries${droppedTotal ? ` (${droppedTotal} dropped: ${reasons})` : ''} applied to ${objects} objects`;
 }
 
-/** Pulls and applies now, then writes status, an Event and metrics. */
+/** Pulls and applies now, then reports: status (when needed, see statusWriteNeeded), an Event on a change, metrics. */
 export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<ReconcileResult> {
   const now = deps.now?.() ?? new Date();
   const nowText = now.toISOString();
@@ -303,7 +328,8 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   if (sub.spec.suspend) {
     cond('Synced', 'False', 'Suspended', 'spec.suspend is true; the last applied list stays in force');
     // null removes the field in a merge patch: a suspended subscription has no next sync.
-    await patchStatus(deps.apis, sub, { ...status, observedGeneration: generation, conditions, nextSyncTime: null as unknown as undefined });
+    const suspended = { ...status, observedGeneration: generation, conditions, nextSyncTime: null as unknown as undefined };
+    if (statusWriteNeeded(sub.status, suspended, now, requested)) await patchStatus(deps.apis, sub, suspended);
     return { ok: true };
   }
 
@@ -338,10 +364,10 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     status.listHash = listHash(state.list);
     status.targets = targetStatuses(applied, state.list.all.length);
     status.message = summary(state, applied, pulled.dropped);
-    const reason = pulled.changed ? 'Synced' : 'Unchanged';
-    event = { type: 'Normal', reason, message: `${status.message}; ${applied.writes} written` };
+    // The condition reads the same after an unchanged sync (no status write); the Event tells the two apart.
+    event = { type: 'Normal', reason: pulled.changed ? 'Synced' : 'Unchanged', message: `${status.message}; ${applied.writes} written` };
     cond('Ready', 'True', 'ListApplied', status.message);
-    cond('Synced', 'True', reason, status.message);
+    cond('Synced', 'True', 'Synced', status.message);
     if (applied.problems.length) {
       const message = applied.problems.map((p) => p.message).join('; ');
       cond('Degraded', 'True', applied.problems[0]!.reason, message);
@@ -361,8 +387,12 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   }
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  // Independent requests: side by side (recordEvent never throws).
-  await Promise.all([patchStatus(deps.apis, sub, status), recordEvent(deps, sub, event.type, event.reason, event.message)]);
+  const changed = !sameJson(essential(sub.status), essential(status));
+  // Independent requests: side by side (recordEvent never throws). An Event for every change of state.
+  await Promise.all([
+    statusWriteNeeded(sub.status, status, now, requested) ? patchStatus(deps.apis, sub, status) : undefined,
+    changed || requested || (applied?.writes ?? 0) > 0 ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined,
+  ]);
   deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'sync');
   return { ok: !failure, nextSyncTime: next };
 }
@@ -420,7 +450,7 @@ export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubs
   }
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  const changed = !sameJson(sub.status, status);
+  const changed = !sameJson(essential(sub.status), essential(status));
   await Promise.all([changed ? patchStatus(deps.apis, sub, status) : undefined, event ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined]);
   if (event) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'repair');
   return { ok: applied !== undefined, needsPull: false };

@@ -333,8 +333,15 @@ export const BlocklistSubscriptionStatus = Type.Object(
     ),
     entries: Type.Optional(Type.Integer({ minimum: 0, description: 'addresses and ranges in the applied list, after sanitising' })),
     cidrs: Type.Optional(Type.Integer({ minimum: 0, description: 'CIDRs in the applied list after aggregation' })),
-    lastSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the last sync attempt ended' })),
-    lastSuccessfulSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the last sync succeeded' })),
+    lastSyncTime: Type.Optional(
+      Type.String({ format: 'date-time', description: 'when the last sync attempt ended; a sync that changes nothing refreshes it at most hourly (metrics have every sync)' }),
+    ),
+    lastSuccessfulSyncTime: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'when a sync last succeeded, at most an hour behind (blockfeed_last_success_timestamp_seconds is exact)',
+      }),
+    ),
     nextSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the next scheduled sync runs' })),
     feedETag: Type.Optional(Type.String({ description: 'ETag of the applied feed body, sent as If-None-Match' })),
     listHash: Type.Optional(Type.String({ description: 'SHA-256 of the applied aggregated list' })),

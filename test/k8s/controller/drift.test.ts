@@ -1,8 +1,8 @@
 // Drift and restarts against a real kube-apiserver (issue 21, items 7 and 8): a managed NetworkPolicy deleted
 // or emptied by hand, and a ConfigMap shard deleted, are put back within seconds without pulling the feed; a
 // controller that was killed and restarted checks every target against the list it recorded, repairs what
-// changed while it was away, again without a pull, and exposes the subscription's metrics at once. Repair
-// times are printed, not asserted.
+// changed while it was away, again without a pull, and exposes the subscription's metrics at once. An
+// unchanged scheduled resync writes no status. Repair times are printed, not asserted.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergePatch } from '../../../controller/k8s.ts';
@@ -98,6 +98,20 @@ describe('drift', () => {
     const cm = await repaired('deleted ConfigMap', started, async () => (await h.core.readNamespacedConfigMap({ name: 'watched', namespace: home }).catch(() => undefined)) ?? undefined);
     expect(cm.data!['list.txt']).toBe([...V4, '2001:db8:5::/48'].map((c) => `${c}\n`).join(''));
     expect(feed.requests.length).toBe(pulls);
+  });
+
+  it('writes no status on an unchanged scheduled resync', async () => {
+    const before = await getSubscription(h, home, 'watched');
+    const unchanged = async () => (await h.metrics.pullTotal.get()).values.find((v) => v.labels.name === 'watched' && v.labels.result === 'unchanged')?.value ?? 0;
+    const pulledBefore = await unchanged();
+    const statusWrites = h.apis.writes.byKind.get('BlocklistSubscriptionStatus') ?? 0;
+    const syncs = h.controller.syncs;
+    h.controller.resyncAll();
+    await eventually(async () => (h.controller.syncs > syncs ? true : undefined), 30_000, 'the resync');
+    await h.controller.idle();
+    expect(await unchanged()).toBe(pulledBefore + 1); // it did pull (a 304)
+    expect(h.apis.writes.byKind.get('BlocklistSubscriptionStatus') ?? 0).toBe(statusWrites);
+    expect((await getSubscription(h, home, 'watched')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
   });
 
   it('after a restart, repairs what changed while it was away without a pull, and exposes metrics at once', async () => {
