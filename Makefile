@@ -45,14 +45,14 @@ test-unit: deps ## unit tier only
 test-integration: deps ## integration tier only (real embedded PostgreSQL)
 	npx vitest run --project integration
 
-test-k8s: deps k8s-bin ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager)
+test-k8s: deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager, the enforcement points' CRDs)
 	npx vitest run --project k8s
 
 test-browser: deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
 	.ci/system-deps
 	npx vitest run --project browser
 
-test: deps k8s-bin ## everything CI runs: typecheck, lint, every test tier (builds the k8s binaries once)
+test: deps k8s-bin k8s-crds ## everything CI runs: typecheck, lint, every test tier (builds the k8s binaries once)
 	$(MAKE) --no-print-directory typecheck lint
 	npx vitest run
 
@@ -76,7 +76,7 @@ clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 # --- Kubernetes test control plane for people (same harness as the k8s test tier) ---------------------
 DEV_CLUSTER_DIR := .cache/dev-cluster
 .PHONY: dev-cluster dev-cluster-down
-dev-cluster: deps k8s-bin ## start etcd + kube-apiserver + kube-controller-manager on loopback, print KUBECONFIG
+dev-cluster: deps k8s-bin k8s-crds ## start etcd + kube-apiserver + kube-controller-manager on loopback, print KUBECONFIG
 	@mkdir -p $(DEV_CLUSTER_DIR)
 	@if [ -f $(DEV_CLUSTER_DIR)/pid ] && kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; then \
 	  echo "export KUBECONFIG=$$(cat $(DEV_CLUSTER_DIR)/kubeconfig-path)"; exit 0; fi
@@ -97,7 +97,7 @@ crds: ## regenerate crds/ from controller/api/v1alpha1.ts (and the chart's copy)
 	node controller/api/generate-crd.ts
 	node scripts/generate-chart-files.ts
 
-bench-controller: deps bench-deps k8s-bin ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
+bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
 	node bench/controller.ts
 
 # --- Helm chart and container image -------------------------------------------------------------------------
@@ -107,7 +107,7 @@ chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ co
 test-chart: deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
 	npx vitest run --project chart
 
-test-e2e: deps k8s-bin ## e2e tier: control plane, api-server, controller and a real Prometheus (needs prometheus)
+test-e2e: deps k8s-bin k8s-crds ## e2e tier: control plane, api-server, controller and a real Prometheus (needs prometheus)
 	npx vitest run --project e2e
 
 e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)

@@ -31,3 +31,9 @@ k8s-bin:
 # After changing K8S_VERSION in test/k8s-bin/versions.env: regenerate go.mod/go.sum.
 k8s-bin-regen:
 	@bash $(K8S_BIN_SRC)/gen-replaces.sh
+
+.PHONY: k8s-crds
+# The enforcement points' CRDs for the k8s tiers (test/k8s-crds/enforcement-points.ts), fetched once from the
+# Go module proxy into .cache/crds/; a no-op when present.
+k8s-crds: deps
+	@node $(K8S_MK_ROOT)/test/k8s-crds/fetch.ts

@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { enforcementPointCrdDir } from '../k8s-crds/enforcement-points.ts';
 import { freePort } from './cli.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -87,6 +88,11 @@ export async function issueUserKubeconfig(dir: string, server: string, user: str
 export interface ControlPlaneOptions {
   /** Directory of CRD manifests to install and wait for (default: the repo's crds/). */
   crdDir?: string;
+  /**
+   * Also install the enforcement points' own CRDs (Gateway API, Envoy Gateway, Istio, Cilium, Calico) fetched by
+   * `make k8s-crds` (default true): their targets are then validated by the real schemas.
+   */
+  enforcementPoints?: boolean;
   /** Start kube-controller-manager too (default true). */
   controllerManager?: boolean;
   log?: (line: string) => void;
@@ -222,8 +228,21 @@ export async function installCrds(kc: KubeConfig, dir: string): Promise<V1Custom
   return crds;
 }
 
-export async function startControlPlane({ crdDir = path.join(REPO_ROOT, 'crds'), controllerManager = true, log = () => undefined }: ControlPlaneOptions = {}): Promise<ControlPlane> {
+/** The enforcement points' CRDs fetched by `make k8s-crds`; a clear error when they have not been. */
+export function enforcementPointCrds(root = REPO_ROOT): string {
+  const dir = enforcementPointCrdDir(root);
+  if (!existsSync(dir)) throw new Error(`${dir} not found: run \`make k8s-crds\` to fetch the enforcement points' CRDs (test/k8s-crds/enforcement-points.ts)`);
+  return dir;
+}
+
+export async function startControlPlane({
+  crdDir = path.join(REPO_ROOT, 'crds'),
+  enforcementPoints = true,
+  controllerManager = true,
+  log = () => undefined,
+}: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const bins = k8sBinaries();
+  const crdDirs = [crdDir, ...(enforcementPoints ? [enforcementPointCrds()] : [])];
   const started = Date.now();
   const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-k8s-'));
   const procs: Proc[] = [];
@@ -308,7 +327,8 @@ export async function startControlPlane({ crdDir = path.join(REPO_ROOT, 'crds'),
 
     const kc = new KubeConfig();
     kc.loadFromFile(path.join(dir, 'admin.kubeconfig'));
-    await installCrds(kc, crdDir);
+    // CRDs of different directories are independent: installed side by side.
+    await Promise.all(crdDirs.map((d) => installCrds(kc, d)));
     const startMs = Date.now() - started;
     log(`control plane ready after ${startMs} ms`);
 
