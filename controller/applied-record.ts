@@ -33,9 +33,16 @@ const A = { inputs: 'blockfeed.dev/inputs-hash', entries: 'blockfeed.dev/entries
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
-/** SHA-256 of the list as status.listHash has it. */
+const hashes = new WeakMap<AppliedList, string>();
+
+/** SHA-256 of the list as status.listHash has it (computed once per list). */
 export function listHash(list: AppliedList): string {
-  return createHash('sha256').update(list.all.join('\n')).digest('hex');
+  let hash = hashes.get(list);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(list.all.join('\n')).digest('hex');
+    hashes.set(list, hash);
+  }
+  return hash;
 }
 
 /** The record's ConfigMaps for a state (gzip level 1: fast, and deterministic, so an unchanged list writes nothing). */
@@ -64,7 +71,7 @@ export async function desiredRecord(sub: BlocklistSubscription, state: AppliedSt
 
 /** Writes (or leaves as it is) the record of the applied state; answers the objects written. */
 export async function writeRecord(ctx: CleanupContext, state: AppliedState): Promise<number> {
-  const result = await syncObjects(ctx, CONFIG_MAP, await desiredRecord(ctx.sub, state), { selector: recordSelector(ctx.sub), namespace: ctx.sub.metadata.namespace });
+  const result = await syncObjects(ctx, CONFIG_MAP, () => desiredRecord(ctx.sub, state), { selector: recordSelector(ctx.sub), namespace: ctx.sub.metadata.namespace });
   return result.written + result.deleted;
 }
 

@@ -18,7 +18,7 @@ interface Flags {
 export function registerControllerCommands(program: Command): void {
   program
     .command('controller')
-    .description('run the BlocklistSubscription controller (pulls feeds into NetworkPolicies, ingress-nginx deny-lists, ConfigMaps)')
+    .description('run the BlocklistSubscription controller (pulls feeds into NetworkPolicies, gateway, mesh and CNI policies, ConfigMaps)')
     .option('--kubeconfig <path>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster)')
     .option('--metrics-bind-address <addr>', 'Prometheus /metrics address, 0 = off', ':8080')
     .option('--health-probe-bind-address <addr>', '/healthz and /readyz address, 0 = off', ':8081')

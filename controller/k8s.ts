@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApiException,
   CoordinationV1Api,
@@ -30,6 +31,8 @@ export interface Apis {
   ledger: Ledger;
   /** kept-alive connections for apiRequest(), one per TLS configuration */
   agents: Map<string, HttpAgent>;
+  /** apiRequest()'s resolved credentials, refreshed every minute */
+  connection?: Connection;
 }
 
 export class WriteCounter {
@@ -94,7 +97,42 @@ class ApiRequestError extends Error {
   }
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+const MAX_RETRIES_429 = 5;
+
+/**
+ * What requests to the apiserver need, resolved from the kubeconfig at most once a minute: reading the
+ * certificate files (and the service-account token) for every request costs more than many requests do, and a
+ * minute is soon enough to pick up a rotated credential.
+ */
+interface Connection {
+  server: string;
+  tls: boolean;
+  agent: HttpAgent;
+  headers: Record<string, string>;
+  until: number;
+}
+const CONNECTION_TTL_MS = 60_000;
+
+async function connection(apis: Apis): Promise<Connection> {
+  const cached = apis.connection;
+  if (cached && cached.until > Date.now()) return cached;
+  const kc = apis.kubeConfig;
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig names no current cluster');
+  const o: RequestOptions = { headers: {} };
+  await kc.applyToHTTPSOptions(o);
+  const tls = new URL(server).protocol === 'https:';
+  const key = createHash('sha256').update(JSON.stringify([server, o.ca, o.cert, o.key, o.rejectUnauthorized, o.servername])).digest('hex');
+  let agent = apis.agents.get(key);
+  if (!agent) {
+    agent = tls ? new HttpsAgent({ keepAlive: true, ca: o.ca, cert: o.cert, key: o.key, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername }) : new HttpAgent({ keepAlive: true });
+    apis.agents.set(key, agent);
+  }
+  apis.connection = { server, tls, agent, headers: { ...(o.headers as Record<string, string>) }, until: Date.now() + CONNECTION_TTL_MS };
+  return apis.connection;
+}
 
 /**
  * One request to the apiserver with the body already serialised, answering the body text. client-node's typed
@@ -102,37 +140,38 @@ type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
  * a list of tens of thousands of CIDRs costs more than the request itself; here the JSON is built once, and
  * every resource (core, built-in groups, third-party CRDs) is addressed the same way.
  */
-export async function apiRequest(apis: Apis, method: Method, path: string, options: { json?: string; accept?: string } = {}): Promise<string> {
-  const kc = apis.kubeConfig;
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('the kubeconfig names no current cluster');
+export async function apiRequest(
+  apis: Apis,
+  method: Method,
+  path: string,
+  options: { json?: string; accept?: string; contentType?: string } = {},
+): Promise<string> {
+  const { server, tls, agent, headers: auth } = await connection(apis);
   const url = new URL(path, server);
-  const headers: Record<string, string | number> = { accept: options.accept ?? 'application/json' };
+  const headers: Record<string, string | number> = { ...auth, accept: options.accept ?? 'application/json' };
   if (options.json !== undefined) {
-    headers['content-type'] = 'application/json';
+    headers['content-type'] = options.contentType ?? 'application/json';
     headers['content-length'] = Buffer.byteLength(options.json);
   }
-  const requestOptions: RequestOptions = { method, headers };
-  await kc.applyToHTTPSOptions(requestOptions);
-  const tls = url.protocol === 'https:';
-  const o = requestOptions;
-  const key = createHash('sha256').update(JSON.stringify([server, o.ca, o.cert, o.key, o.rejectUnauthorized, o.servername])).digest('hex');
-  let agent = apis.agents.get(key);
-  if (!agent) {
-    agent = tls ? new HttpsAgent({ keepAlive: true, ca: o.ca, cert: o.cert, key: o.key, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername }) : new HttpAgent({ keepAlive: true });
-    apis.agents.set(key, agent);
-  }
-  requestOptions.agent = agent;
-  const body = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = (tls ? httpsRequest : httpRequest)(url, requestOptions, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.once('error', reject);
+  const requestOptions: RequestOptions = { method, headers, agent };
+  const send = () =>
+    new Promise<{ status: number; text: string; retryAfter?: string }>((resolve, reject) => {
+      const req = (tls ? httpsRequest : httpRequest)(url, requestOptions, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.once('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
+        res.once('error', reject);
+      });
+      req.once('error', reject);
+      req.end(options.json);
     });
-    req.once('error', reject);
-    req.end(options.json);
-  });
+  let body = await send();
+  // 429 is the apiserver asking to come back (priority and fairness, or a resource's storage still
+  // initialising, as right after its CRD is installed): retried after Retry-After, as client-go does.
+  for (let attempt = 1; body.status === 429 && attempt <= MAX_RETRIES_429; attempt++) {
+    await sleep(Math.min(Number(body.retryAfter) || 1, 5) * 1000);
+    body = await send();
+  }
   if (body.status < 200 || body.status > 299) {
     let message = body.text.slice(0, 500);
     try {
@@ -156,6 +195,7 @@ export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string,
 export function closeAgents(apis: Apis): void {
   for (const agent of apis.agents.values()) agent.destroy();
   apis.agents.clear();
+  apis.connection = undefined;
 }
 
 /** A kind of object the controller writes, as the API addresses it. */
@@ -186,6 +226,7 @@ export interface ObjectMeta {
   namespace?: string;
   resourceVersion?: string;
   generation?: number;
+  deletionTimestamp?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   ownerReferences?: V1OwnerReference[];
@@ -244,7 +285,7 @@ const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const MANAGER = 'blockfeed-controller';
 /** Every object the controller owns carries this label. */
 export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGER}`;
-const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
+export const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
 export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
 export const FINALIZER = 'blockfeed.dev/cleanup';
 export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';

@@ -19,12 +19,12 @@ import {
 import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { FeedError, feedUrl, pullFeed } from './feed.ts';
-import { FINALIZER, SYNC_NOW_ANNOTATION, mergePatch, readOptional, sameJson, type Apis } from './k8s.ts';
+import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, objectPath, sameJson, type Apis, type ResourceType } from './k8s.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
 import { TARGET_KINDS, applyTarget, kindByField, kindOf } from './targets/index.ts';
-import { ResourceNotServed } from './targets/objects.ts';
+import { ObjectTaken, ResourceNotServed } from './targets/objects.ts';
 import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
 export type { AppliedState } from './applied-record.ts';
@@ -73,7 +73,7 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
 };
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
-const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'ApplyFailed']);
+const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'ApplyFailed']);
 
 const keyOf = (sub: BlocklistSubscription) => `${sub.metadata.namespace}/${sub.metadata.name}`;
 const stateKey = (sub: BlocklistSubscription) => sub.metadata.uid ?? keyOf(sub);
@@ -90,10 +90,14 @@ function inputsHash(sub: BlocklistSubscription, clusterCidrs: readonly string[])
     .digest('hex');
 }
 
+const SECRET: ResourceType = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
+const EVENT: ResourceType = { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true };
+const SUBSCRIPTION: ResourceType = { group: GROUP, version: VERSION, kind: KIND, plural: PLURAL, namespaced: true };
+
 async function readApiKey(apis: Apis, sub: BlocklistSubscription): Promise<string | undefined> {
   const ref = sub.spec.feed.credentials?.secretRef;
   if (!ref) return undefined;
-  const secret = await readOptional(() => apis.core.readNamespacedSecret({ name: ref.name, namespace: sub.metadata.namespace }));
+  const secret = await getObject<{ data?: Record<string, string> }>(apis, SECRET, sub.metadata.namespace, ref.name);
   const encoded = secret?.data?.[ref.key ?? 'apiKey'];
   if (encoded === undefined) throw new FeedError('Unreachable', `Secret ${sub.metadata.namespace}/${ref.name} has no key "${ref.key ?? 'apiKey'}"`);
   return Buffer.from(encoded, 'base64').toString('utf8').trim();
@@ -155,7 +159,7 @@ async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Pu
 /**
  * Applies a state to every target of the spec, and records it (applied-record.ts); targets are independent
  * objects, applied side by side, and the first failure is thrown. A target whose enforcement point is not
- * installed is Degraded, not failed: retrying it would change nothing until someone installs it.
+ * installed, or whose object name is taken, is Degraded, not failed: retrying would change nothing.
  */
 async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: AppliedState, repair: boolean): Promise<Applied> {
   const { apis, metrics, log } = deps;
@@ -172,11 +176,13 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
     try {
       outcome = await applyTarget(ctx, target);
     } catch (err) {
-      if (!(err instanceof ResourceNotServed)) {
+      // Not failures to retry: nothing changes until someone installs the enforcement point or frees the name.
+      const reason = err instanceof ResourceNotServed ? 'TargetNotInstalled' : err instanceof ObjectTaken ? 'TargetConflict' : undefined;
+      if (!reason) {
         metrics.targetApply.inc({ ...labels, kind: kind.metricKind, result: 'failed' });
         throw new Error(`applying to ${kind.field} failed: ${(err as Error).message}`, { cause: err });
       }
-      outcome = { kind: kind.metricKind, objects: [], writes: 0, problems: [{ reason: 'TargetNotInstalled', message: `${kind.field}: ${err.message}` }] };
+      outcome = { kind: kind.metricKind, objects: [], writes: 0, problems: [{ reason, message: `${kind.field}: ${(err as Error).message}` }] };
     }
     const degraded = outcome.problems.length > 0;
     metrics.targetApply.inc({ ...labels, kind: outcome.kind, result: degraded ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
@@ -234,44 +240,39 @@ export function statusWriteNeeded(before: BlocklistSubscriptionStatus | undefine
 
 async function recordEvent(deps: ReconcileDeps, sub: BlocklistSubscription, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
   const now = (deps.now?.() ?? new Date()).toISOString();
+  const { namespace, name, uid } = sub.metadata;
+  const event = {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { generateName: `${name}.`, namespace },
+    involvedObject: { apiVersion: API_VERSION, kind: KIND, name, namespace, uid },
+    type,
+    reason,
+    message: message.slice(0, 1024),
+    source: { component: 'blockfeed-controller' },
+    reportingComponent: 'blockfeed.dev/controller',
+    reportingInstance: deps.instance,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  };
   try {
-    await deps.apis.core.createNamespacedEvent({
-      namespace: sub.metadata.namespace,
-      body: {
-        metadata: { generateName: `${sub.metadata.name}.`, namespace: sub.metadata.namespace },
-        involvedObject: { apiVersion: API_VERSION, kind: KIND, name: sub.metadata.name, namespace: sub.metadata.namespace, uid: sub.metadata.uid },
-        type,
-        reason,
-        message: message.slice(0, 1024),
-        source: { component: 'blockfeed-controller' },
-        reportingComponent: 'blockfeed.dev/controller',
-        reportingInstance: deps.instance,
-        firstTimestamp: now as unknown as Date,
-        lastTimestamp: now as unknown as Date,
-        count: 1,
-      },
-    });
+    await apiRequest(deps.apis, 'POST', collectionPath(EVENT, namespace), { json: JSON.stringify(event) });
     deps.apis.writes.count('Event');
   } catch (err) {
     deps.log.warn({ err, subscription: keyOf(sub) }, 'could not record Event');
   }
 }
 
-async function patchStatus(apis: Apis, sub: BlocklistSubscription, status: BlocklistSubscriptionStatus): Promise<void> {
-  await apis.custom.patchNamespacedCustomObjectStatus(
-    { group: GROUP, version: VERSION, namespace: sub.metadata.namespace, plural: PLURAL, name: sub.metadata.name, body: { status } },
-    mergePatch,
-  );
-  apis.writes.count('BlocklistSubscriptionStatus');
+/** A JSON merge patch of the subscription (`status`: of its status subresource). */
+async function patchSubscription(apis: Apis, sub: BlocklistSubscription, patch: Record<string, unknown>, status = false): Promise<void> {
+  const path = `${objectPath(SUBSCRIPTION, sub.metadata.namespace, sub.metadata.name)}${status ? '/status' : ''}`;
+  await apiRequest(apis, 'PATCH', path, { json: JSON.stringify(patch), contentType: 'application/merge-patch+json' });
+  apis.writes.count(status ? 'BlocklistSubscriptionStatus' : 'BlocklistSubscription');
 }
 
-async function patchMetadata(apis: Apis, sub: BlocklistSubscription, metadata: Record<string, unknown>): Promise<void> {
-  await apis.custom.patchNamespacedCustomObject(
-    { group: GROUP, version: VERSION, namespace: sub.metadata.namespace, plural: PLURAL, name: sub.metadata.name, body: { metadata } },
-    mergePatch,
-  );
-  apis.writes.count('BlocklistSubscription');
-}
+const patchStatus = (apis: Apis, sub: BlocklistSubscription, status: BlocklistSubscriptionStatus) => patchSubscription(apis, sub, { status }, true);
+const patchMetadata = (apis: Apis, sub: BlocklistSubscription, metadata: Record<string, unknown>) => patchSubscription(apis, sub, { metadata });
 
 /** Removes everything the subscription wrote, then lets the object go. */
 export async function finalize(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<void> {

@@ -198,11 +198,164 @@ const ConfigMapTarget = Type.Object(
 
 export type ConfigMapTarget = Static<typeof ConfigMapTarget>;
 
+const NAMESPACE_NAME = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+const SECTION_NAME = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+const GROUP_NAME = '^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+
+/**
+ * How many CIDRs a target takes before it is Degraded (TargetTooLarge) instead of applying a list its
+ * enforcement point would choke on; docs/controller.md says where each default comes from.
+ */
+const MaxCidrs = (defaults: number, maximum: number, why: string) =>
+  Type.Integer({ minimum: 1, maximum, default: defaults, description: `apply at most this many CIDRs; a longer list leaves the target Degraded (TargetTooLarge) with what it held. ${why}` });
+
+export const MAX_CIDRS = { envoySecurityPolicy: 10_000, istioAuthorizationPolicy: 10_000, ciliumCIDRGroup: 200_000, calicoGlobalNetworkSet: 500_000 } as const;
+
+const EnvoySecurityPolicyTarget = Type.Object(
+  {
+    targetRefs: Type.Array(
+      Type.Object(
+        {
+          group: Type.String({ default: 'gateway.networking.k8s.io', maxLength: 253, pattern: GROUP_NAME, description: 'API group of the target (Gateway API)' }),
+          kind: StringEnum(['Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TCPRoute'] as const, { description: 'kind of the target' }),
+          name: Type.String({ minLength: 1, maxLength: 253, description: 'name of the target' }),
+          sectionName: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 253, pattern: SECTION_NAME, description: 'a listener of a Gateway or a rule of a route; default: all of it' }),
+          ),
+          namespace: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 63, pattern: NAMESPACE_NAME, description: "the target's namespace; default: the subscription's. A SecurityPolicy is written in each namespace named" }),
+          ),
+        },
+        { description: 'a Gateway API object the SecurityPolicy attaches to' },
+      ),
+      { minItems: 1, maxItems: 16, description: 'Gateways, listeners or routes whose clients are checked against the list' },
+    ),
+    maxCIDRs: MaxCidrs(
+      MAX_CIDRS.envoySecurityPolicy,
+      40_000,
+      'Envoy Gateway copies the list into the RBAC filter of every route it covers, so the proxy configuration grows with list size times routes; one SecurityPolicy per target holds it all (at most 1 MiB)',
+    ),
+  },
+  {
+    description:
+      'an Envoy Gateway SecurityPolicy (gateway.envoyproxy.io/v1alpha1) per namespace of targetRefs: authorization defaultAction Allow with one Deny rule whose principal.clientCIDRs is the list. The client address is what ClientTrafficPolicy clientIPDetection (X-Forwarded-For, custom header) or proxyProtocol makes it',
+  },
+);
+export type EnvoySecurityPolicyTarget = Static<typeof EnvoySecurityPolicyTarget>;
+
+const IstioAuthorizationPolicyTarget = Type.Object(
+  {
+    namespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: NAMESPACE_NAME,
+        description: "namespace of the policies; default: the subscription's. Istio's root namespace (istio-system) makes them apply to the whole mesh",
+      }),
+    ),
+    selector: Type.Optional(
+      Type.Object(
+        { matchLabels: StringMap('workload labels (e.g. istio: ingressgateway for a gateway, or a waypoint)') },
+        { description: 'the workloads (sidecars, gateways) that enforce the policy; set this or targetRefs, or neither for every workload of the namespace' },
+      ),
+    ),
+    targetRefs: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            group: Type.String({ maxLength: 253, pattern: GROUP_NAME, description: "API group: gateway.networking.k8s.io for a Gateway, '' for a Service, networking.istio.io for a ServiceEntry" }),
+            kind: StringEnum(['Gateway', 'GatewayClass', 'Service', 'ServiceEntry'] as const, { description: 'kind of the target' }),
+            name: Type.String({ minLength: 1, maxLength: 253, description: 'name of the target, in the policy namespace' }),
+          },
+          { description: 'an object the policy attaches to: a Gateway, or a Service or ServiceEntry through its waypoint (ambient)' },
+        ),
+        { minItems: 1, maxItems: 16, description: 'attach to Gateways, or in ambient mode to the waypoint of Services or ServiceEntries' },
+      ),
+    ),
+    clientAddress: StringEnum(['RemoteIp', 'PeerIp'] as const, {
+      default: 'RemoteIp',
+      description:
+        'RemoteIp: match the original client (source.remoteIpBlocks, from X-Forwarded-For or the PROXY protocol as the gateway trusts them: numTrustedProxies); PeerIp: match the connection peer (source.ipBlocks)',
+    }),
+    maxCIDRs: MaxCidrs(
+      MAX_CIDRS.istioAuthorizationPolicy,
+      1_000_000,
+      'Istio turns each CIDR into an RBAC principal that Envoy checks one after the other, in every filter chain of every selected proxy; longer lists are cut into several DENY policies of at most 1 MiB',
+    ),
+  },
+  {
+    description: 'Istio AuthorizationPolicies (security.istio.io/v1, action DENY) holding the list; DENY policies add up, so a long list is cut into several',
+    'x-kubernetes-validations': [{ rule: '!(has(self.selector) && has(self.targetRefs))', message: 'set selector or targetRefs, not both' }],
+  },
+);
+export type IstioAuthorizationPolicyTarget = Static<typeof IstioAuthorizationPolicyTarget>;
+
+const CiliumCIDRGroupTarget = Type.Object(
+  {
+    policy: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'write the policy; false: only the CIDR groups, for policies of your own (cidrGroupRef)' }),
+        endpointSelector: Type.Optional(LabelSelector('endpoints (pods) whose ingress from the list is denied')),
+        nodeSelector: Type.Optional(LabelSelector("nodes (Cilium's host firewall) whose ingress from the list is denied")),
+      },
+      {
+        default: { enabled: true },
+        description:
+          'a CiliumClusterwideNetworkPolicy denying ingress from the groups (ingressDeny, fromCIDRSet, cidrGroupRef), with default deny off so that it blocks nothing else; endpointSelector (default: every endpoint) or nodeSelector',
+        'x-kubernetes-validations': [{ rule: '!(has(self.endpointSelector) && has(self.nodeSelector))', message: 'set endpointSelector or nodeSelector, not both' }],
+      },
+    ),
+    maxCIDRs: MaxCidrs(
+      MAX_CIDRS.ciliumCIDRGroup,
+      10_000_000,
+      "Each CIDR is an entry of every node's IP cache map (512k entries by default, shared with every endpoint of the cluster); the list is cut into CiliumCIDRGroups of at most 1 MiB",
+    ),
+  },
+  { description: 'CiliumCIDRGroups (cilium.io/v2, cluster-scoped) holding the list, and by default a CiliumClusterwideNetworkPolicy denying ingress from them' },
+);
+export type CiliumCIDRGroupTarget = Static<typeof CiliumCIDRGroupTarget>;
+
+const CalicoGlobalNetworkSetTarget = Type.Object(
+  {
+    policy: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'write the policy; false: only the network sets, for policies of your own (select them by the labels they carry)' }),
+        order: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10, description: 'order of the policy among pre-DNAT policies (lower first)' }),
+        selector: Type.String({
+          minLength: 1,
+          maxLength: 1024,
+          default: 'all()',
+          description: 'Calico selector of the host endpoints the policy protects (a pre-DNAT policy applies to host endpoints only)',
+        }),
+      },
+      {
+        default: { enabled: true, order: 10, selector: 'all()' },
+        description:
+          'a pre-DNAT GlobalNetworkPolicy on host endpoints with a Deny ingress rule whose source selects the sets: it drops listed clients as they enter a node, before any DNAT, and (pre-DNAT) leaves all other traffic to the policies that follow',
+      },
+    ),
+    maxCIDRs: MaxCidrs(
+      MAX_CIDRS.calicoGlobalNetworkSet,
+      1_048_576,
+      "Felix puts the sets a selector matches into one IP set (maxIpsetSize 1,048,576 by default; the eBPF dataplane's IP-set map of that size is shared by all sets); the list is cut into GlobalNetworkSets of at most 1 MiB",
+    ),
+  },
+  {
+    description:
+      'Calico GlobalNetworkSets (crd.projectcalico.org/v1, the CRDs a cluster without the Calico API server serves) labelled per subscription, and by default a GlobalNetworkPolicy denying ingress from them',
+  },
+);
+export type CalicoGlobalNetworkSetTarget = Static<typeof CalicoGlobalNetworkSetTarget>;
+
 /** One schema per kind of target, under its field in spec.targets[]; targets/index.ts has their code. */
 const TARGET_PROPERTIES = {
   networkPolicy: Type.Optional(NetworkPolicyTarget),
   ingressNginx: Type.Optional(IngressNginxTarget),
   configMap: Type.Optional(ConfigMapTarget),
+  envoySecurityPolicy: Type.Optional(EnvoySecurityPolicyTarget),
+  istioAuthorizationPolicy: Type.Optional(IstioAuthorizationPolicyTarget),
+  ciliumCIDRGroup: Type.Optional(CiliumCIDRGroupTarget),
+  calicoGlobalNetworkSet: Type.Optional(CalicoGlobalNetworkSetTarget),
 };
 export const TARGET_FIELDS = Object.keys(TARGET_PROPERTIES) as (keyof typeof TARGET_PROPERTIES)[];
 
@@ -256,7 +409,7 @@ export const BlocklistSubscriptionSpec = Type.Object(
         description: 'sync every this long (Go duration such as 6h or 90m, at least 5m); excludes schedule',
       }),
     ),
-    suspend: Type.Optional(Type.Boolean({ default: false, description: 'stop syncing; what was applied stays in force' })),
+    suspend: Type.Optional(Type.Boolean({ default: false, description: 'stop syncing and repairing; what was applied stays in force' })),
     allowlist: Type.Optional(
       Type.Array(
         Type.String({
@@ -397,7 +550,7 @@ export function customResourceDefinition(): Record<string, unknown> {
           schema: {
             openAPIV3Schema: {
               type: 'object',
-              description: 'BlocklistSubscription pulls an attacker blocklist from a blockfeed api-server and applies it to NetworkPolicies, ingress-nginx deny-lists and ConfigMaps.',
+              description: 'BlocklistSubscription pulls an attacker blocklist from a blockfeed api-server and applies it to NetworkPolicies, Envoy Gateway SecurityPolicies, Istio AuthorizationPolicies, Cilium CIDR groups, Calico network sets, ConfigMaps and (legacy) ingress-nginx deny-lists.',
               required: ['spec'],
               properties: {
                 apiVersion: { type: 'string', description: 'versioned schema of this object' },

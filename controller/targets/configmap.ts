@@ -33,8 +33,12 @@ export function desiredConfigMaps(ctx: Pick<TargetContext, 'sub' | 'list'>, targ
 async function apply(ctx: TargetContext, target: ConfigMapTarget): Promise<TargetOutcome> {
   const { sub } = ctx;
   const namespace = sub.metadata.namespace;
-  const desired = desiredConfigMaps(ctx, target);
-  const result = await syncObjects(ctx, CONFIG_MAP, desired, { selector: `${ownedSelector(sub)},${NAME_LABEL}=${target.name}`, namespace });
+  let desired: DesiredObject[] = [];
+  // Rendered while the existing shards are listed.
+  const result = await syncObjects(ctx, CONFIG_MAP, () => (desired = desiredConfigMaps(ctx, target)), {
+    selector: `${ownedSelector(sub)},${NAME_LABEL}=${target.name}`,
+    namespace,
+  });
   return {
     kind: 'ConfigMap',
     objects: desired.map((d) => ({ kind: 'ConfigMap', namespace, name: d.name, cidrs: Number(d.annotations['blockfeed.dev/cidrs']) })),

@@ -2,14 +2,26 @@
 // from it which objects are the controller's, rbac.ts takes each kind's API calls from it, and metrics name
 // each kind by it. A new enforcement point is one module here plus its schema in api/v1alpha1.ts.
 import { TARGET_FIELDS, type BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
+import { calicoGlobalNetworkSetTarget } from './calico-global-network-set.ts';
+import { ciliumCIDRGroupTarget } from './cilium-cidr-group.ts';
 import { configMapTarget } from './configmap.ts';
+import { envoySecurityPolicyTarget } from './envoy-security-policy.ts';
 import { ingressNginxTarget } from './ingress-nginx.ts';
+import { istioAuthorizationPolicyTarget } from './istio-authorization-policy.ts';
 import { networkPolicyTarget } from './networkpolicy.ts';
 import type { TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
 
 type AnyTargetKind = { [F in TargetField]: TargetKind<F> }[TargetField];
 
-export const TARGET_KINDS: readonly AnyTargetKind[] = [networkPolicyTarget, ingressNginxTarget, configMapTarget];
+export const TARGET_KINDS: readonly AnyTargetKind[] = [
+  networkPolicyTarget,
+  ingressNginxTarget,
+  configMapTarget,
+  envoySecurityPolicyTarget,
+  istioAuthorizationPolicyTarget,
+  ciliumCIDRGroupTarget,
+  calicoGlobalNetworkSetTarget,
+];
 
 // The schema and this list name the same kinds (a unit test says so too).
 if (TARGET_KINDS.map((k) => k.field).join() !== TARGET_FIELDS.join()) throw new Error('targets/index.ts and api/v1alpha1.ts list different targets');

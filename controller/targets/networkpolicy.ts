@@ -3,11 +3,12 @@
 // several policies or ipBlocks: their union would allow everything again. A list that does not fit one object
 // is reported, and the previous policy stays in force.
 import type { NetworkPolicyTarget } from '../api/v1alpha1.ts';
-import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
-import { OBJECT_BUDGET } from './shards.ts';
+import { labelSelectorString, listMeta, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
+import { oneObjectProblem } from './shards.ts';
 import { ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';
 import type { AppliedList, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
+const NAMESPACE: ResourceType = { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false };
 const NETWORK_POLICY: ResourceType = { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true };
 
 /** The policy spec, as the apiserver spells it. */
@@ -42,19 +43,23 @@ export function desiredPolicies(ctx: Pick<TargetContext, 'sub' | 'list'>, target
 async function apply(ctx: TargetContext, target: NetworkPolicyTarget): Promise<TargetOutcome> {
   const { apis, sub, list } = ctx;
   const outcome: TargetOutcome = { kind: 'NetworkPolicy', objects: [], writes: 0, problems: [] };
-  const size = Buffer.byteLength(JSON.stringify(list.all)) + 200;
-  if (size > OBJECT_BUDGET) {
-    outcome.problems.push({
-      reason: 'TargetTooLarge',
-      message: `the list (${list.all.length} CIDRs, ${size} bytes) does not fit one NetworkPolicy (${OBJECT_BUDGET} bytes); the previous policies stay`,
-    });
+  const problem = oneObjectProblem(list.all, 'NetworkPolicy');
+  if (problem) {
+    outcome.problems.push(problem);
     return outcome;
   }
-  const namespaces = await apis.core.listNamespace({ labelSelector: labelSelectorString(target.namespaceSelector) });
-  const selected = namespaces.items.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata!.name!);
-  const desired = desiredPolicies(ctx, target, selected);
-  // Every namespace: policies in namespaces no longer selected are deleted.
-  const result = await syncObjects(ctx, NETWORK_POLICY, desired, { selector: ownedSelector(sub) });
+  let desired: DesiredObject[] = [];
+  // Every namespace: policies in namespaces no longer selected are deleted. The selected namespaces are
+  // listed while the existing policies are.
+  const result = await syncObjects(
+    ctx,
+    NETWORK_POLICY,
+    async () => {
+      const namespaces = await listMeta(apis, NAMESPACE, labelSelectorString(target.namespaceSelector));
+      return (desired = desiredPolicies(ctx, target, namespaces.filter((n) => !n.deletionTimestamp).map((n) => n.name)));
+    },
+    { selector: ownedSelector(sub) },
+  );
   outcome.writes = result.written + result.deleted;
   outcome.objects = desired.map((d) => ({ kind: 'NetworkPolicy', namespace: d.namespace, name: d.name, cidrs: list.all.length }));
   return outcome;

@@ -69,6 +69,15 @@ export class ResourceNotServed extends Error {
   }
 }
 
+/** An object the target would write exists and belongs to someone else: it is left alone. */
+export class ObjectTaken extends Error {
+  constructor(resource: ResourceType, namespace: string | undefined, name: string, claimedBy: string | undefined) {
+    const what = `${resource.kind} ${namespace ? `${namespace}/` : ''}${name}`;
+    super(`${what} exists and ${claimedBy ? `belongs to BlocklistSubscription ${claimedBy}` : 'is not managed by blockfeed'}: it is left as it is`);
+    this.name = 'ObjectTaken';
+  }
+}
+
 /** Labels and annotations every object of `target` of `sub` carries. */
 export function ownedMetadata(sub: BlocklistSubscription, target: string): Pick<DesiredObject, 'labels' | 'annotations'> {
   return {
@@ -130,10 +139,19 @@ async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: Own
  * Objects are independent, so they are written side by side. Throws ResourceNotServed when the kind is not
  * served at all.
  */
-export async function syncObjects(ctx: CleanupContext, resource: ResourceType, desired: readonly DesiredObject[], scope: OwnedScope): Promise<SyncResult> {
+export async function syncObjects(
+  ctx: CleanupContext,
+  resource: ResourceType,
+  desiredState: readonly DesiredObject[] | (() => readonly DesiredObject[] | Promise<readonly DesiredObject[]>),
+  scope: OwnedScope,
+): Promise<SyncResult> {
   const { apis, sub } = ctx;
   const owner = `${sub.metadata.namespace}/${sub.metadata.name}`;
-  const existing = await listOwned(ctx, resource, scope);
+  // The list request goes out first; a desired state given as a function is computed while it is answered.
+  const listing = listOwned(ctx, resource, scope);
+  listing.catch(() => undefined); // awaited below: a failure is not lost, only not reported twice
+  const desired = typeof desiredState === 'function' ? await desiredState() : desiredState;
+  const existing = await listing;
   const listed = new Map(existing.map((m) => [`${m.namespace ?? ''}/${m.name}`, m]));
   const prefix = `{"apiVersion":${JSON.stringify(apiVersionOf(resource))},"kind":${JSON.stringify(resource.kind)},"metadata":`;
 
@@ -172,8 +190,11 @@ export async function syncObjects(ctx: CleanupContext, resource: ResourceType, d
         answer = await sendJson(apis, 'POST', collectionPath(resource, namespace), json);
       } catch (err) {
         if (!isConflict(err)) throw err;
-        // It exists without our labels (someone removed them): ours by name, so it is taken back.
+        // It exists but was not listed as ours: taken back when it says it is this subscription's (someone
+        // removed its labels), never when it is anyone else's.
         const current = await getObject<{ metadata?: ObjectMeta }>(apis, resource, namespace, want.name);
+        const claimedBy = current?.metadata?.annotations?.[SUBSCRIPTION_ANNOTATION];
+        if (claimedBy !== owner) throw new ObjectTaken(resource, namespace, want.name, claimedBy);
         const taken = { ...metadata, resourceVersion: current?.metadata?.resourceVersion };
         answer = await sendJson(apis, 'PUT', objectPath(resource, namespace, want.name), `${prefix}${JSON.stringify(taken)},${contentJson.slice(1)}`);
       }

@@ -24,9 +24,10 @@ export type CleanupContext = Omit<TargetContext, 'list'>;
  * Why a target does not hold the list; what it held before stays. Each is the Degraded condition's reason when
  * it happens: TargetTooLarge (the list is beyond what the object kind or the enforcement point takes),
  * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
- * TargetNotFound (an object the target names does not exist).
+ * TargetNotFound (an object the target names does not exist), TargetConflict (an object it would write exists
+ * and is someone else's).
  */
-export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound';
+export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict';
 
 export interface TargetProblem {
   reason: ProblemReason;

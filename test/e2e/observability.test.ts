@@ -77,8 +77,9 @@ describe('blockfeed observed by a real Prometheus', () => {
     const net = kc.makeApiClient(NetworkingV1Api);
     const custom = kc.makeApiClient(CustomObjectsApi);
     // What the examples' targets select: a protected namespace, an Ingress for the WAF list, the
-    // ingress-nginx controller's ConfigMap for the global one.
-    for (const name of [NAMESPACE, 'ingress-nginx', 'shop']) await core.createNamespace({ body: { metadata: { name, labels: name === 'shop' ? { 'blockfeed.dev/protect': 'true' } : {} } } });
+    // ingress-nginx controller's ConfigMap for the global one, the namespaces of the Envoy Gateway and of
+    // Istio's ingress gateway.
+    for (const name of [NAMESPACE, 'ingress-nginx', 'shop', 'gateways', 'istio-system']) await core.createNamespace({ body: { metadata: { name, labels: name === 'shop' ? { 'blockfeed.dev/protect': 'true' } : {} } } });
     await core.createNamespacedConfigMap({ namespace: 'ingress-nginx', body: { metadata: { name: 'ingress-nginx-controller' }, data: {} } });
     await net.createNamespacedIngress({
       namespace: 'shop',
@@ -189,7 +190,7 @@ describe('blockfeed observed by a real Prometheus', () => {
   });
 
   it('shows a successful pull of every example subscription', async () => {
-    expect(subscriptions).toEqual(['edge-denylist', 'global-denylist', 'scanners', 'ssh-attackers']);
+    expect(subscriptions).toEqual(['cni-attackers', 'edge-denylist', 'gateway-attackers', 'global-denylist', 'mesh-attackers', 'node-scanners', 'scanners', 'ssh-attackers']);
     await untilEvery(`sum by (name) (blockfeed_pull_total{namespace="${NAMESPACE}", result="changed"})`, 'name', (v) => everySubscription(v, (n) => n >= 1), 'a changed pull per subscription');
     const failed = await byLabel(`sum by (name) (blockfeed_pull_total{namespace="${NAMESPACE}", result=~"failed|refused"})`, 'name');
     expect([...failed].filter(([, n]) => n > 0)).toEqual([]);
@@ -209,7 +210,9 @@ describe('blockfeed observed by a real Prometheus', () => {
       return subscriptions.every((s) => status.get(s)?.entries === entries.get(s)) || undefined;
     }, SETTLE_MS, 'status.entries equal to blockfeed_list_entries');
     const cidrs = await byLabel(`sum by (kind) (blockfeed_target_cidrs{namespace="${NAMESPACE}"})`, 'kind');
-    for (const kind of ['NetworkPolicy', 'Ingress', 'ConfigMap']) expect(cidrs.get(kind), kind).toBeGreaterThan(0);
+    for (const kind of ['NetworkPolicy', 'Ingress', 'ConfigMap', 'SecurityPolicy', 'AuthorizationPolicy', 'CiliumCIDRGroup', 'GlobalNetworkSet']) {
+      expect(cidrs.get(kind), kind).toBeGreaterThan(0);
+    }
     // The allowlisted attackers reached the api-server's list and were dropped by the controller.
     const dropped = await byLabel(`blockfeed_dropped_entries_total{namespace="${NAMESPACE}", name="ssh-attackers"}`, 'reason');
     expect(dropped.get('allowlist')).toBe(ALLOWLISTED.length);
@@ -232,7 +235,7 @@ describe('blockfeed observed by a real Prometheus', () => {
 
   it("shows the api-server's requests, cache lookups and limit rejections", async () => {
     // The controller's pulls, by route: 200s on each endpoint the examples use.
-    const expected: Record<string, number> = { '/api/export': 2, '/api/dedup': 1, '/api/scan-export': 1 }; // two subscriptions on export
+    const expected: Record<string, number> = { '/api/export': 4, '/api/dedup': 2, '/api/scan-export': 2 }; // subscriptions per endpoint
     await untilEvery('sum by (route) (blockfeed_http_request_duration_seconds_count{job="api-server", status="200"})', 'route', (v) =>
       Object.entries(expected).every(([route, n]) => (v.get(route) ?? 0) >= n), 'requests per route');
     // A second pull of every subscription is answered from the response cache.

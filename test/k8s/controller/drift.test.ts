@@ -91,6 +91,36 @@ describe('drift', () => {
     expect(feed.requests.length).toBe(pulls);
   });
 
+  it('takes back a policy whose labels were removed by hand', async () => {
+    const current = (await policy())!;
+    const started = Date.now();
+    await h.net.patchNamespacedNetworkPolicy(
+      { name: current.metadata!.name!, namespace: guarded, body: { metadata: { labels: { 'app.kubernetes.io/managed-by': null, 'blockfeed.dev/subscription': null } } } },
+      mergePatch,
+    );
+    await repaired('labels removed', started, async () => ((await policy())?.metadata?.labels?.['blockfeed.dev/subscription'] ? true : undefined));
+    expect(except(await policy())).toEqual(V4);
+  });
+
+  it('leaves alone an object of the same name that another subscription owns: Degraded, no write war', async () => {
+    await applySubscription(h, home, 'rival', {
+      feed: { url: feed.url, endpoint: 'export' },
+      interval: '5m',
+      targets: [{ configMap: { name: 'watched', formats: ['txt'] } }],
+    });
+    const rival = await eventually(async () => {
+      const s = await getSubscription(h, home, 'rival');
+      return s.status?.lastSyncTime ? s : undefined;
+    }, 30_000, 'the rival to sync');
+    expect(condition(rival, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetConflict' });
+    expect(condition(rival, 'Degraded')!.message).toMatch(new RegExp(`ConfigMap ${home}/watched exists and belongs to BlocklistSubscription ${home}/watched`));
+    const before = (await h.core.readNamespacedConfigMap({ name: 'watched', namespace: home })).metadata!.resourceVersion;
+    await h.controller.idle();
+    await new Promise((r) => setTimeout(r, 2000));
+    expect((await h.core.readNamespacedConfigMap({ name: 'watched', namespace: home })).metadata!.resourceVersion).toBe(before);
+    await h.custom.deleteNamespacedCustomObject({ group: 'blockfeed.dev', version: 'v1alpha1', namespace: home, plural: 'blocklistsubscriptions', name: 'rival' });
+  });
+
   it('puts back a deleted ConfigMap', async () => {
     const pulls = feed.requests.length;
     const started = Date.now();

@@ -148,7 +148,7 @@ describe('CRD validation (CEL)', () => {
     expect(String((err as { body?: unknown }).body ?? err)).toMatch(pattern);
   };
 
-  it('refuses schedule with interval, a short interval, foreign filters, too many hours, two kinds in a target', async () => {
+  it('refuses schedule with interval, a short interval, foreign filters, too many hours, two kinds in a target, conflicting targets', async () => {
     await refuse('both', { ...base(), schedule: '0 4 * * *', interval: '6h' }, /schedule or interval, not both/);
     await refuse('short', { ...base(), interval: '1m' }, /at least 5m/);
     await refuse('foreign', { ...base(), feed: { url: feed.url, endpoint: 'dedup', filters: { service: 'ssh' } } }, /endpoint dedup accepts only the filters: hours, includeResearch, includeScan/);
@@ -156,6 +156,13 @@ describe('CRD validation (CEL)', () => {
     await refuse('level', { ...base(), feed: { url: feed.url, endpoint: 'export', filters: { level: 'extreme' } } }, /Unsupported value.{0,4}extreme/);
     await refuse('two', { ...base(), targets: [{ configMap: { name: 'x', formats: ['txt'] }, networkPolicy: { namespaceSelector: {} } }] }, /exactly one of networkPolicy, ingressNginx, configMap/);
     await refuse('allow', { ...base(), allowlist: ['not-a-cidr'] }, /IP address or a CIDR/);
+    const cilium = { ciliumCIDRGroup: {} };
+    await refuse('twice', { ...base(), targets: [cilium, cilium] }, /at most one ciliumCIDRGroup target per subscription/);
+    await refuse('names', { ...base(), targets: [{ configMap: { name: 'x' } }, { configMap: { name: 'x', formats: ['nginx'] } }] }, /configMap targets need distinct names/);
+    await refuse('istio', { ...base(), targets: [{ istioAuthorizationPolicy: { selector: { matchLabels: { a: 'b' } }, targetRefs: [{ group: '', kind: 'Service', name: 's' }] } }] }, /set selector or targetRefs, not both/);
+    await refuse('selectors', { ...base(), targets: [{ ciliumCIDRGroup: { policy: { endpointSelector: {}, nodeSelector: {} } } }] }, /set endpointSelector or nodeSelector, not both/);
+    await refuse('envoy', { ...base(), targets: [{ envoySecurityPolicy: { targetRefs: [{ kind: 'Service', name: 'web' }] } }] }, /Unsupported value.{0,4}Service/);
+    await refuse('limit', { ...base(), targets: [{ envoySecurityPolicy: { targetRefs: [{ kind: 'Gateway', name: 'edge' }], maxCIDRs: 50_000 } }] }, /maxCIDRs.*less than or equal to 40000/);
   });
 
   it('applies defaults', async () => {

@@ -80,12 +80,13 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-export async function startController(namespace: string, options: { clusterCidrs?: string[] } = {}): Promise<Harness> {
-  const kc = kubeConfig();
+/** The controller in this process, watching one namespace; `kc` names another control plane than the run's. */
+export async function startController(namespace: string, options: { clusterCidrs?: string[]; kc?: KubeConfig } = {}): Promise<Harness> {
+  const { kc = kubeConfig(), ...controllerOptions } = options;
   const apis = makeApis(kc);
   const metrics = createControllerMetrics();
   const log = createLogger({ level: process.env.K8S_TEST_VERBOSE ? 'debug' : 'silent' });
-  const controller = new SubscriptionController({ apis, log, metrics, namespace, backoffBaseMs: 300, backoffMaxMs: 2000, ...options });
+  const controller = new SubscriptionController({ apis, log, metrics, namespace, backoffBaseMs: 300, backoffMaxMs: 2000, ...controllerOptions });
   await controller.start();
   return {
     kc,

@@ -1,9 +1,14 @@
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
+import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
+import { desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
+import { desiredSecurityPolicies } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
+import { desiredAuthorizationPolicies } from '../../../controller/targets/istio-authorization-policy.ts';
 import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
+import { OBJECT_BUDGET, shardList } from '../../../controller/targets/shards.ts';
 import { splitFamilies } from '../../../controller/targets/types.ts';
 
 describe('ingress-nginx deny-list merge', () => {
@@ -83,5 +88,84 @@ describe('desired objects', () => {
     const packed = Buffer.from((a[0]!.content.binaryData as Record<string, string>)['list.gz']!, 'base64');
     expect(gunzipSync(packed).toString()).toBe(list.all.join('\n'));
     expect(a[0]!.annotations['blockfeed.dev/list-hash']).toBe(listHash(list));
+  });
+});
+
+describe('enforcement point objects', () => {
+  const list = splitFamilies(['45.33.32.156/32', '198.51.100.0/25', '2001:db8::/32']);
+
+  it('Envoy: one SecurityPolicy per namespace of the targetRefs, the list denied in one rule; none for an empty list', () => {
+    const target = {
+      maxCIDRs: 10_000,
+      targetRefs: [
+        { group: 'gateway.networking.k8s.io', kind: 'Gateway' as const, name: 'edge' },
+        { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' as const, name: 'shop', namespace: 'web', sectionName: 'checkout' },
+        { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' as const, name: 'api', namespace: 'web' },
+      ],
+    };
+    const policies = desiredSecurityPolicies({ sub, list }, target);
+    expect(policies.map((p) => p.namespace)).toEqual(['team-a', 'web']);
+    expect(policies[1]!.content).toEqual({
+      spec: {
+        targetRefs: [
+          { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop', sectionName: 'checkout' },
+          { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'api' },
+        ],
+        authorization: { defaultAction: 'Allow', rules: [{ name: 'blockfeed-deny-list', action: 'Deny', principal: { clientCIDRs: list.all } }] },
+      },
+    });
+    expect(desiredSecurityPolicies({ sub, list: splitFamilies([]) }, target)).toEqual([]);
+  });
+
+  it('Istio: one DENY policy per part, remoteIpBlocks or ipBlocks, attached by selector or targetRefs', () => {
+    const remote = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'RemoteIp', selector: { matchLabels: { istio: 'ingressgateway' } } }, [['45.33.32.156/32'], ['2001:db8::/32']]);
+    expect(remote.map((p) => p.name)).toEqual([expect.stringMatching(/-0$/), expect.stringMatching(/-1$/)]);
+    expect(remote[1]!.content).toEqual({ spec: { action: 'DENY', selector: { matchLabels: { istio: 'ingressgateway' } }, rules: [{ from: [{ source: { remoteIpBlocks: ['2001:db8::/32'] } }] }] } });
+    const peer = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'PeerIp', namespace: 'istio-system', targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }] }, [['45.33.32.156/32']]);
+    expect(peer[0]).toMatchObject({ namespace: 'istio-system', ownerReferences: undefined });
+    expect(peer[0]!.content).toEqual({ spec: { action: 'DENY', targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }], rules: [{ from: [{ source: { ipBlocks: ['45.33.32.156/32'] } }] }] } });
+  });
+
+  it('Cilium: groups, and a deny-only policy over them that leaves default deny off', () => {
+    const { groups, policy } = desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [['45.33.32.156/32'], ['2001:db8::/32']]);
+    expect(groups.map((g) => g.content)).toEqual([{ spec: { externalCIDRs: ['45.33.32.156/32'] } }, { spec: { externalCIDRs: ['2001:db8::/32'] } }]);
+    expect(policy[0]!.content.spec).toMatchObject({
+      endpointSelector: {},
+      enableDefaultDeny: { ingress: false, egress: false },
+      ingressDeny: [{ fromCIDRSet: groups.map((g) => ({ cidrGroupRef: g.name })) }],
+    });
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, nodeSelector: { matchLabels: { edge: 'true' } } } }, [['45.33.32.156/32']]).policy[0]!.content.spec).toMatchObject({
+      nodeSelector: { matchLabels: { edge: 'true' } },
+    });
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: false } }, [['45.33.32.156/32']]).policy).toEqual([]);
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [])).toEqual({ groups: [], policy: [] });
+  });
+
+  it('Calico: sets, and a pre-DNAT policy of the default tier denying what selects them', () => {
+    const { sets, policy } = desiredCalicoObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, order: 5, selector: 'all()' } }, [['45.33.32.156/32', '2001:db8::/32']]);
+    expect(sets[0]!.content).toEqual({ spec: { nets: ['45.33.32.156/32', '2001:db8::/32'] } });
+    expect(policy[0]!.name).toMatch(/^default\.blockfeed-attackers-/);
+    expect(policy[0]!.content.spec).toEqual({
+      order: 5,
+      selector: 'all()',
+      preDNAT: true,
+      applyOnForward: true,
+      types: ['Ingress'],
+      ingress: [{ action: 'Deny', source: { selector: networkSetSelector(sub) } }],
+    });
+    expect(networkSetSelector(sub)).toMatch(/^blockfeed\.dev\/subscription == '[0-9a-f]{16}' && blockfeed\.dev\/target == 'calicoGlobalNetworkSet'$/);
+  });
+
+  it('cuts a list into parts of at most 1 MiB that hold it exactly, and never cuts one beyond the limit', () => {
+    const many = Array.from({ length: 120_000 }, (_, i) => `45.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`);
+    const cut = shardList(many, 200_000, 'x');
+    if (!('shards' in cut)) throw new Error('not cut');
+    expect(cut.shards.length).toBeGreaterThan(1);
+    expect(cut.shards.flat()).toEqual(many);
+    for (const s of cut.shards) expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThanOrEqual(OBJECT_BUDGET);
+    expect(shardList(many, 100_000, 'ciliumCIDRGroup')).toEqual({
+      problem: { reason: 'TargetTooLarge', message: 'ciliumCIDRGroup: the list has 120000 CIDRs, more than maxCIDRs 100000; what it held stays' },
+    });
+    expect(shardList([], 10, 'x')).toEqual({ shards: [] });
   });
 });

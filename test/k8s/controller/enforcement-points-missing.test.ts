@@ -1,0 +1,83 @@
+// An enforcement point that is not installed: on a control plane of its own that serves none of the Envoy
+// Gateway, Istio, Cilium or Calico CRDs, a subscription targeting all four (and a ConfigMap) is Degraded with a
+// reason that says so for each, the ConfigMap still gets the list, and nothing retries (one pull, no crash).
+// Once the CRDs are installed, the next sync applies to all of them.
+import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enforcementPointCrds, installCrds, startControlPlane, type ControlPlane } from '../../support/control-plane.ts';
+import { eventually } from '../../support/k8s.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness, type SubscriptionSpec } from './support.ts';
+
+const feed = new FeedServer();
+let plane: ControlPlane;
+let kc: KubeConfig;
+let h: Harness;
+const ns = 'missing';
+
+beforeAll(async () => {
+  await feed.start();
+  feed.lines = ['45.33.32.156', '2001:db8:9::/48'];
+  plane = await startControlPlane({ enforcementPoints: false, controllerManager: false });
+  kc = new KubeConfig();
+  kc.loadFromFile(plane.kubeconfigPath);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  h = await startController(ns, { kc });
+}, 180_000);
+
+afterAll(async () => {
+  await h?.stop();
+  await feed.stop();
+  await plane?.stop();
+});
+
+describe('enforcement points whose CRDs are not installed', () => {
+  it('are Degraded with a reason that says so, the other targets get the list, nothing retries', async () => {
+    await applySubscription(h, ns, 'everywhere', {
+      feed: { url: feed.url, endpoint: 'export' },
+      // The CRD fills in the defaults.
+      targets: [
+        { envoySecurityPolicy: { targetRefs: [{ kind: 'Gateway', name: 'edge' }] } },
+        { istioAuthorizationPolicy: {} },
+        { ciliumCIDRGroup: {} },
+        { calicoGlobalNetworkSet: {} },
+        { configMap: { name: 'everywhere', formats: ['txt'] } },
+      ] as unknown as SubscriptionSpec['targets'],
+    });
+    const sub = await eventually(async () => {
+      const s = await getSubscription(h, ns, 'everywhere');
+      return s.status?.lastSyncTime ? s : undefined;
+    }, 60_000, 'a sync');
+    expect(condition(sub, 'Ready')?.status).toBe('True');
+    expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetNotInstalled' });
+    for (const kind of ['SecurityPolicy', 'AuthorizationPolicy', 'CiliumCIDRGroup', 'GlobalNetworkSet']) {
+      expect(condition(sub, 'Degraded')!.message).toMatch(new RegExp(`the ${kind} API \\([a-z.]+/v[0-9a-z]+\\) is not served by this cluster: its CRD is not installed`));
+    }
+    expect(sub.status!.targets!.map((t) => [t.target, t.state, t.reason ?? ''])).toEqual([
+      ['envoySecurityPolicy', 'Degraded', 'TargetNotInstalled'],
+      ['istioAuthorizationPolicy', 'Degraded', 'TargetNotInstalled'],
+      ['ciliumCIDRGroup', 'Degraded', 'TargetNotInstalled'],
+      ['calicoGlobalNetworkSet', 'Degraded', 'TargetNotInstalled'],
+      ['configMap', 'Applied', ''],
+    ]);
+    const cm = await h.core.readNamespacedConfigMap({ name: 'everywhere', namespace: ns });
+    expect(cm.data!['list.txt']).toBe('45.33.32.156/32\n2001:db8:9::/48\n');
+    expect((await events(h, ns, 'everywhere')).some((e) => e.type === 'Warning' && e.reason === 'TargetNotInstalled')).toBe(true);
+
+    // Not a failure to retry: one pull, and the loop stays quiet (the next sync is the scheduled one).
+    await h.controller.idle();
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(h.controller.syncs).toBe(1);
+    expect(feed.requests).toHaveLength(1);
+  });
+
+  it('applies to them at the next sync once their CRDs are installed', async () => {
+    await installCrds(kc, enforcementPointCrds());
+    await syncNow(h, ns, 'everywhere');
+    // A new CRD's storage may still be initialising (HTTP 429): that is a failure, retried after a back-off.
+    const sub = await eventually(async () => {
+      const s = await getSubscription(h, ns, 'everywhere');
+      return condition(s, 'Degraded')?.status === 'False' ? s : undefined;
+    }, 60_000, 'Degraded False');
+    expect(sub.status!.targets!.every((t) => t.state === 'Applied' && t.cidrs === 2)).toBe(true);
+  });
+});
