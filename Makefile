@@ -97,8 +97,8 @@ crds: ## regenerate crds/ from controller/api/v1alpha1.ts (and the chart's copy)
 	node controller/api/generate-crd.ts
 	node scripts/generate-chart-files.ts
 
-bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: 1M-address feed vs curl, aggregation vs sort, 200 subscriptions
-	node bench/controller.ts
+bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: the 1M-address apply path per kind of target vs its floor, aggregation vs sort, 200 subscriptions
+	node --expose-gc bench/controller.ts
 
 # --- Helm chart and container image -------------------------------------------------------------------------
 chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion

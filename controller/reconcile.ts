@@ -24,7 +24,8 @@ import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
 import { TARGET_KINDS, applyTarget, kindByField, kindOf } from './targets/index.ts';
-import { ObjectTaken, ResourceNotServed } from './targets/objects.ts';
+import { CONFIG_MAP } from './targets/configmap.ts';
+import { ObjectTaken, ResourceNotServed, prefetchOwned, type Prefetched } from './targets/objects.ts';
 import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
 export type { AppliedState } from './applied-record.ts';
@@ -161,10 +162,10 @@ async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Pu
  * objects, applied side by side, and the first failure is thrown. A target whose enforcement point is not
  * installed, or whose object name is taken, is Degraded, not failed: retrying would change nothing.
  */
-async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: AppliedState, repair: boolean): Promise<Applied> {
+async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: AppliedState, repair: boolean, prefetched = prefetch(deps, sub)): Promise<Applied> {
   const { apis, metrics, log } = deps;
   const labels = seriesOf(sub);
-  const ctx = { apis, sub, list: state.list, log };
+  const ctx = { apis, sub, list: state.list, log, prefetched };
   // Kinds the last status shows but the spec no longer has: their objects go.
   const inSpec = new Set(sub.spec.targets.map((t) => kindOf(t).field));
   const left = new Set((sub.status?.targets ?? []).map((t) => t.target).filter((f) => !inSpec.has(f as TargetField)));
@@ -199,6 +200,12 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
     writes: targets.reduce((n, t) => n + t.outcome.writes, 0) + cleaned.reduce((a, b) => a + b, 0),
     problems: targets.flatMap((t) => t.outcome.problems),
   };
+}
+
+/** Lists the objects the spec's targets and the record own, one request per kind of object (objects.ts). */
+function prefetch(deps: ReconcileDeps, sub: BlocklistSubscription): Prefetched {
+  const resources = [CONFIG_MAP, ...sub.spec.targets.flatMap((t) => kindOf(t).resources)];
+  return prefetchOwned({ apis: deps.apis, sub, log: deps.log }, resources);
 }
 
 function targetStatuses(applied: Applied, cidrs: number): TargetStatus[] {
@@ -338,11 +345,13 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   let pulled: PullOutcome | undefined;
   let applied: Applied | undefined;
   try {
+    // What the targets hold is listed while the feed is pulled.
+    const prefetched = prefetch(deps, sub);
     pulled = await pull(deps, sub);
     if (pulled.kind !== 'list') failure = pulled;
     else {
       try {
-        applied = await applyAll(deps, sub, pulled.state, false);
+        applied = await applyAll(deps, sub, pulled.state, false, prefetched);
       } catch (err) {
         failure = { reason: 'ApplyFailed', message: (err as Error).message };
       }

@@ -8,8 +8,7 @@
 // (A normal policy selecting pods would put every selected pod into default deny.)
 import type { CalicoGlobalNetworkSetTarget } from '../api/v1alpha1.ts';
 import { objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
-import { TARGET_LABEL, deleteOwned, ownedMetadata, syncObjects, targetSelector, type DesiredObject } from './objects.ts';
-import { shardList } from './shards.ts';
+import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'calicoGlobalNetworkSet';
@@ -46,23 +45,15 @@ export function desiredCalicoObjects(ctx: Pick<TargetContext, 'sub'>, target: Ca
   return { sets, policy: [policy] };
 }
 
-async function apply(ctx: TargetContext, target: CalicoGlobalNetworkSetTarget): Promise<TargetOutcome> {
-  const outcome: TargetOutcome = { kind: NETWORK_SET.kind, objects: [], writes: 0, problems: [] };
-  const cut = shardList(ctx.list.all, target.maxCIDRs, FIELD);
-  if ('problem' in cut) {
-    outcome.problems.push(cut.problem);
-    return outcome;
-  }
-  const { sets, policy } = desiredCalicoObjects(ctx, target, cut.shards);
-  const selector = targetSelector(ctx.sub, FIELD);
-  const written = await syncObjects(ctx, NETWORK_SET, sets, { selector });
-  const policyWritten = await syncObjects(ctx, NETWORK_POLICY, policy, { selector });
-  outcome.writes = written.written + written.deleted + policyWritten.written + policyWritten.deleted;
-  outcome.objects = [
-    ...sets.map((s, i) => ({ kind: NETWORK_SET.kind, name: s.name, cidrs: cut.shards[i]!.length })),
-    ...policy.map((p) => ({ kind: NETWORK_POLICY.kind, name: p.name, cidrs: ctx.list.all.length })),
-  ];
-  return outcome;
+function apply(ctx: TargetContext, target: CalicoGlobalNetworkSetTarget): Promise<TargetOutcome> {
+  // Sets and policy side by side: the policy selects the sets by label, whichever are there.
+  return applyCut(ctx, { field: FIELD, metricKind: NETWORK_SET.kind }, target.maxCIDRs, (shards) => {
+    const { sets, policy } = desiredCalicoObjects(ctx, target, shards);
+    return [
+      { resource: NETWORK_SET, objects: sets, cidrs: (i) => shards[i]!.length },
+      { resource: NETWORK_POLICY, objects: policy, cidrs: () => ctx.list.all.length },
+    ];
+  });
 }
 
 export const calicoGlobalNetworkSetTarget: TargetKind<'calicoGlobalNetworkSet'> = {

@@ -3,8 +3,7 @@
 // from them (ingressDeny, fromCIDRSet, cidrGroupRef) with default deny off: it blocks the list and nothing else.
 import type { CiliumCIDRGroupTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { deleteOwned, ownedMetadata, syncObjects, targetSelector, type DesiredObject } from './objects.ts';
-import { shardList } from './shards.ts';
+import { applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'ciliumCIDRGroup';
@@ -35,24 +34,16 @@ export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: Ci
   return { groups, policy: [policy] };
 }
 
-async function apply(ctx: TargetContext, target: CiliumCIDRGroupTarget): Promise<TargetOutcome> {
-  const outcome: TargetOutcome = { kind: CIDR_GROUP.kind, objects: [], writes: 0, problems: [] };
-  const cut = shardList(ctx.list.all, target.maxCIDRs, FIELD);
-  if ('problem' in cut) {
-    outcome.problems.push(cut.problem);
-    return outcome;
-  }
-  const { groups, policy } = desiredCiliumObjects(ctx, target, cut.shards);
-  const selector = targetSelector(ctx.sub, FIELD);
-  // Groups first, so the policy never names a group that is not there yet.
-  const written = await syncObjects(ctx, CIDR_GROUP, groups, { selector });
-  const policyWritten = await syncObjects(ctx, CLUSTERWIDE_POLICY, policy, { selector });
-  outcome.writes = written.written + written.deleted + policyWritten.written + policyWritten.deleted;
-  outcome.objects = [
-    ...groups.map((g, i) => ({ kind: CIDR_GROUP.kind, name: g.name, cidrs: cut.shards[i]!.length })),
-    ...policy.map((p) => ({ kind: CLUSTERWIDE_POLICY.kind, name: p.name, cidrs: ctx.list.all.length })),
-  ];
-  return outcome;
+function apply(ctx: TargetContext, target: CiliumCIDRGroupTarget): Promise<TargetOutcome> {
+  // Groups and policy side by side: Cilium selects the groups a policy names by label, so one that does not
+  // exist (yet, or any more) matches nothing.
+  return applyCut(ctx, { field: FIELD, metricKind: CIDR_GROUP.kind }, target.maxCIDRs, (shards) => {
+    const { groups, policy } = desiredCiliumObjects(ctx, target, shards);
+    return [
+      { resource: CIDR_GROUP, objects: groups, cidrs: (i) => shards[i]!.length },
+      { resource: CLUSTERWIDE_POLICY, objects: policy, cidrs: () => ctx.list.all.length },
+    ];
+  });
 }
 
 export const ciliumCIDRGroupTarget: TargetKind<'ciliumCIDRGroup'> = {

@@ -3,8 +3,7 @@
 // protocol) or ipBlocks (the connection peer). DENY policies add up, so a long list is cut into several.
 import type { IstioAuthorizationPolicyTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, targetSelector, type DesiredObject } from './objects.ts';
-import { shardList } from './shards.ts';
+import { applyCut, deleteOwned, ownedMetadata, ownerReferencesIn, targetSelector, type DesiredObject } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'istioAuthorizationPolicy';
@@ -25,19 +24,11 @@ export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, ta
   }));
 }
 
-async function apply(ctx: TargetContext, target: IstioAuthorizationPolicyTarget): Promise<TargetOutcome> {
-  const outcome: TargetOutcome = { kind: AUTHORIZATION_POLICY.kind, objects: [], writes: 0, problems: [] };
-  const cut = shardList(ctx.list.all, target.maxCIDRs, FIELD);
-  if ('problem' in cut) {
-    outcome.problems.push(cut.problem);
-    return outcome;
-  }
-  const desired = desiredAuthorizationPolicies(ctx, target, cut.shards);
+function apply(ctx: TargetContext, target: IstioAuthorizationPolicyTarget): Promise<TargetOutcome> {
   // Every namespace: policies left in a namespace the target no longer names go too.
-  const result = await syncObjects(ctx, AUTHORIZATION_POLICY, desired, { selector: targetSelector(ctx.sub, FIELD) });
-  outcome.writes = result.written + result.deleted;
-  outcome.objects = desired.map((d, i) => ({ kind: AUTHORIZATION_POLICY.kind, namespace: d.namespace, name: d.name, cidrs: cut.shards[i]!.length }));
-  return outcome;
+  return applyCut(ctx, { field: FIELD, metricKind: AUTHORIZATION_POLICY.kind }, target.maxCIDRs, (shards) => [
+    { resource: AUTHORIZATION_POLICY, objects: desiredAuthorizationPolicies(ctx, target, shards), cidrs: (i) => shards[i]!.length },
+  ]);
 }
 
 export const istioAuthorizationPolicyTarget: TargetKind<'istioAuthorizationPolicy'> = {

@@ -30,7 +30,8 @@ import {
   type ResourceType,
 } from '../k8s.ts';
 import { ledgerKey } from '../ledger.ts';
-import type { CleanupContext } from './types.ts';
+import { shardList } from './shards.ts';
+import type { CleanupContext, TargetContext, TargetOutcome } from './types.ts';
 
 /** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
 export const TARGET_LABEL = 'blockfeed.dev/target';
@@ -45,6 +46,9 @@ export interface DesiredObject {
   /** the top-level fields besides apiVersion, kind and metadata, e.g. { spec } or { data } */
   content: Record<string, unknown>;
 }
+
+/** Every object of a subscription, by kind of object (prefetchOwned()). */
+export type Prefetched = Map<string, Promise<ObjectMeta[]>>;
 
 /** Which existing objects a call owns: these labels, in one namespace or everywhere. */
 export interface OwnedScope {
@@ -125,13 +129,44 @@ function holdsDesired(current: Record<string, unknown> & { metadata?: ObjectMeta
   return includes(meta.labels, want.labels) && includes(meta.annotations, annotations) && sameJson(meta.ownerReferences ?? [], want.ownerReferences ?? []);
 }
 
-async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
+const resourceId = (r: ResourceType) => `${r.group}/${r.version}/${r.plural}`;
+
+async function listScope(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
   try {
     return await listMeta(ctx.apis, resource, scope.selector, scope.namespace);
   } catch (err) {
     if (isNotFound(err)) throw new ResourceNotServed(resource, err);
     throw err;
   }
+}
+
+/**
+ * Lists every object of the subscription of these kinds at once, to be answered before anyone asks: a sync
+ * starts it while the feed is pulled, so that applying needs no list round trip of its own.
+ */
+export function prefetchOwned(ctx: CleanupContext, resources: readonly ResourceType[]): Prefetched {
+  const prefetched: Prefetched = new Map();
+  for (const r of resources) {
+    if (prefetched.has(resourceId(r))) continue;
+    const listing = listScope(ctx, r, { selector: ownedSelector(ctx.sub) });
+    listing.catch(() => undefined); // handled by whoever awaits it; unused when the pull fails
+    prefetched.set(resourceId(r), listing);
+  }
+  return prefetched;
+}
+
+/** Whether an object is in a scope: our selectors are `key=value` and `key` terms, joined by commas. */
+function inScope(m: ObjectMeta, scope: OwnedScope): boolean {
+  if (scope.namespace !== undefined && m.namespace !== scope.namespace) return false;
+  return scope.selector.split(',').every((term) => {
+    const eq = term.indexOf('=');
+    return eq === -1 ? m.labels?.[term] !== undefined : m.labels?.[term.slice(0, eq)] === term.slice(eq + 1);
+  });
+}
+
+async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
+  const prefetched = ctx.prefetched?.get(resourceId(resource));
+  return prefetched ? (await prefetched).filter((m) => inScope(m, scope)) : listScope(ctx, resource, scope);
 }
 
 /**
@@ -234,4 +269,33 @@ export async function deleteOwned(ctx: CleanupContext, resources: readonly Resou
     for (const m of existing) deleted += await removeObject(ctx, resource, m);
   }
   return deleted;
+}
+
+/** Objects of one kind a sharded target writes, and the CIDRs each holds (for its status). */
+export interface ObjectGroup {
+  resource: ResourceType;
+  objects: readonly DesiredObject[];
+  cidrs: (index: number) => number;
+}
+
+/**
+ * The apply of a target whose deny rules add up, so that the list may be cut into several objects (Istio,
+ * Cilium, Calico): cut within the target's maxCIDRs (beyond it the target is Degraded and keeps what it held),
+ * then every group of objects written side by side, each group's stale objects deleted.
+ */
+export async function applyCut(
+  ctx: TargetContext,
+  target: { field: string; metricKind: string },
+  maxCidrs: number,
+  build: (shards: string[][]) => ObjectGroup[],
+): Promise<TargetOutcome> {
+  const { field } = target;
+  const cut = shardList(ctx.list.all, maxCidrs, field);
+  const groups = 'shards' in cut ? build(cut.shards) : [];
+  const outcome: TargetOutcome = { kind: target.metricKind, objects: [], writes: 0, problems: 'problem' in cut ? [cut.problem] : [] };
+  const selector = targetSelector(ctx.sub, field);
+  const results = await Promise.all(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector })));
+  outcome.writes = results.reduce((n, r) => n + r.written + r.deleted, 0);
+  outcome.objects = groups.flatMap((g) => g.objects.map((o, i) => ({ kind: g.resource.kind, ...(o.namespace ? { namespace: o.namespace } : {}), name: o.name, cidrs: g.cidrs(i) })));
+  return outcome;
 }

@@ -2,7 +2,7 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logging.ts';
 import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../api/v1alpha1.ts';
-import type { Apis, ResourceType } from '../k8s.ts';
+import type { Apis, ObjectMeta, ResourceType } from '../k8s.ts';
 
 /** The aggregated list as applied: CIDR strings, IPv4 then IPv6, each ascending. */
 export interface AppliedList {
@@ -16,6 +16,8 @@ export interface TargetContext {
   sub: BlocklistSubscription;
   list: AppliedList;
   log: Logger;
+  /** the subscription's objects, listed ahead (targets/objects.ts) */
+  prefetched?: Map<string, Promise<ObjectMeta[]>>;
 }
 
 export type CleanupContext = Omit<TargetContext, 'list'>;

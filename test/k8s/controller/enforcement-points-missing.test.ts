@@ -49,8 +49,14 @@ describe('enforcement points whose CRDs are not installed', () => {
     }, 60_000, 'a sync');
     expect(condition(sub, 'Ready')?.status).toBe('True');
     expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetNotInstalled' });
-    for (const kind of ['SecurityPolicy', 'AuthorizationPolicy', 'CiliumCIDRGroup', 'GlobalNetworkSet']) {
-      expect(condition(sub, 'Degraded')!.message).toMatch(new RegExp(`the ${kind} API \\([a-z.]+/v[0-9a-z]+\\) is not served by this cluster: its CRD is not installed`));
+    // Each target names the first of its kinds of object found missing (Cilium and Calico write two, side by side).
+    for (const [target, kinds] of [
+      ['envoySecurityPolicy', 'SecurityPolicy'],
+      ['istioAuthorizationPolicy', 'AuthorizationPolicy'],
+      ['ciliumCIDRGroup', 'CiliumCIDRGroup|CiliumClusterwideNetworkPolicy'],
+      ['calicoGlobalNetworkSet', 'GlobalNetworkSet|GlobalNetworkPolicy'],
+    ]) {
+      expect(condition(sub, 'Degraded')!.message).toMatch(new RegExp(`${target}: the (${kinds}) API \\([a-z.]+/v[0-9a-z]+\\) is not served by this cluster: its CRD is not installed`));
     }
     expect(sub.status!.targets!.map((t) => [t.target, t.state, t.reason ?? ''])).toEqual([
       ['envoySecurityPolicy', 'Degraded', 'TargetNotInstalled'],

@@ -117,6 +117,26 @@ describe('Sanitiser.write', () => {
   });
 });
 
+describe('Sanitiser.write on a long body', () => {
+  it('agrees with add() whatever the chunk size, a 300 KB line included', () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 60_000; i++) lines.push(`45.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+    lines.splice(20_000, 0, 'x'.repeat(300_000), '10.1.2.3', '', '203.0.113.0/24', '2001:db8::1', '198.51.100.7\r');
+    const opts = { clusterCidrs: ['45.60.0.0/16'], allowlist: ['198.51.100.0/24'], limits: { ...limits, maxEntries: 1e6 } };
+    const byString = sanitise(lines, opts);
+    const body = new TextEncoder().encode(lines.join('\n') + '\n');
+    for (const size of [body.length, 300_001, 65_536, 4_093]) {
+      const chunked = new Sanitiser(opts);
+      for (let at = 0; at < body.length; at += size) chunked.write(body.subarray(at, at + size));
+      expect(chunked.end()).toBe(lines.length);
+      const byChunks = chunked.finish();
+      expect(byChunks.dropped).toEqual(byString.dropped);
+      expect(byChunks.entries).toBe(byString.entries);
+      expect(cidrStrings(byChunks.set)).toEqual(cidrStrings(byString.set));
+    }
+  });
+});
+
 describe('judge', () => {
   it('refuses a list over maxEntries', () => {
     expect(judge({ entries: 11 }, undefined, { ...limits, maxEntries: 10 })).toMatchObject({ ok: false, reason: 'TooManyEntries' });
