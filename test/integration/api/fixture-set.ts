@@ -1,4 +1,5 @@
 // The addresses the API tests query, chosen so that each filter selects a different subset.
+import type { Config } from '../../../common/config.ts';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { insertAddresses, type FixtureAddress } from '../../support/attack-fixtures.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';
@@ -25,12 +26,20 @@ export const ADDRESSES: FixtureAddress[] = [
   { ip: '2001:db8::1', honeypot: 200, interaction: 200, services: { vnc: 200, db: 200, web: 200 }, net: 'mobile', country: 'DE', ports: [5900] },
 ];
 
-/** The fixture set in a fresh database, an enterprise key, and an api-server on it. */
-export async function startFixtureApi(keyName: string): Promise<{ db: TestDatabase; api: TestApi; key: string }> {
+interface FixtureApiOptions {
+  /** The addresses to store (default: the fixture set). */
+  addresses?: FixtureAddress[];
+  /** Settings of the api-server (startApi). */
+  overrides?: Partial<Config>;
+  clock?: () => Date;
+}
+
+/** The fixture set (or other addresses) in a fresh database, an enterprise key, and an api-server on it. */
+export async function startFixtureApi(keyName: string, { addresses = ADDRESSES, overrides, clock }: FixtureApiOptions = {}): Promise<{ db: TestDatabase; api: TestApi; key: string }> {
   const db = await freshDatabase();
-  await insertAddresses(db.pool, ADDRESSES);
+  await insertAddresses(db.pool, addresses);
   const key = (await createKey(db.pool, 'enterprise', keyName)).key;
-  return { db, api: await startApi(db.url), key };
+  return { db, api: await startApi(db.url, overrides, { clock }), key };
 }
 
 export async function stopFixtureApi(db: TestDatabase | undefined, api: TestApi | undefined): Promise<void> {
