@@ -1,8 +1,8 @@
-// The hooks every API route carries: auth → limits before the handler, the request metric after the
-// response, and in front of both the fast path for cached answers. Attached per route (not as context-wide
-// hooks) so each knows its route without a per-request lookup. The common case — a cached answer to no
-// credential or a recently verified unmetered key — takes no promise at all: callback hooks that finish
-// synchronously.
+// What every API route carries: auth → limits before the handler, the request metric after the response,
+// in front of both the fast path for cached answers, and whether other origins may read it (the public
+// endpoints, security-headers.ts). Attached per route (not as context-wide hooks) so each knows its route
+// without a per-request lookup. The common case — a cached answer to no credential or a recently verified
+// unmetered key — takes no promise at all: callback hooks that finish synchronously.
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { ApiMetrics } from './api-metrics.ts';
 import type { Authenticator, Caller } from './auth.ts';
@@ -17,7 +17,7 @@ interface GuardDeps {
   metrics: Pick<ApiMetrics, 'requestDuration'>;
 }
 
-export type RouteGuard = Pick<RouteShorthandOptions, 'onRequest' | 'preHandler' | 'onResponse'>;
+export type RouteGuard = Pick<RouteShorthandOptions, 'onRequest' | 'preHandler' | 'onResponse' | 'config'>;
 
 type Next = (err?: Error) => void;
 
@@ -50,6 +50,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
     metrics.requestDuration.labels({ method, route: url, status }).observe(seconds);
 
   return {
+    config: { crossOriginRead: route.access === 'public' },
     /**
      * The fast path of a cached answer, the bulk of a busy server's requests. A URL answered before maps
      * straight to its cache key (the same URL validates the same way), so while the cache holds the answer,

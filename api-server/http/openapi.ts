@@ -27,5 +27,5 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
 }
 
 export async function openApiRoute(app: FastifyInstance): Promise<void> {
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true }, config: { crossOriginRead: true } }, async () => app.swagger());
 }

@@ -1,10 +1,13 @@
 // RFC 9457 problem details for every error the API answers: 400 (naming each bad parameter and what it
 // allows), 401, 403, 404, 429 and 503 (both with Retry-After), 500 without internals.
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import { describeAllowed, type JsonSchemaLike } from '../../common/schema-text.ts';
+import { SECURITY_HEADERS } from './security-headers.ts';
 import { parseQuery, type ParamProblem } from './validate-query.ts';
 
 interface ProblemInit {
@@ -129,4 +132,27 @@ export function installProblemHandlers(app: FastifyInstance): void {
  */
 export function sendNotFoundProblem(req: FastifyRequest, reply: FastifyReply): FastifyReply {
   return sendProblem(reply, { status: 404, slug: 'not-found', title: 'Not found', detail: `no endpoint ${req.method} ${req.url.split('?')[0]}` });
+}
+
+const SECURITY_HEAD = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+
+/**
+ * fastify's clientErrorHandler: a request Node's parser refused (malformed, headers too large, too slow) is
+ * answered on the socket itself, as problem+json with the security headers, and the connection closed.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'the request did not arrive in time']
+    : err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'the request header fields are too large']
+    : [400, 'the request is not valid HTTP'];
+  const title = STATUS_CODES[status] ?? 'Bad Request';
+  const body = JSON.stringify({ type: `urn:blockfeed:problem:${status === 400 ? 'bad-request' : title.toLowerCase().replace(/ /g, '-')}`, title, status, detail });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `cache-control: no-store\r\nconnection: close\r\n${SECURITY_HEAD}\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

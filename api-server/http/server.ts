@@ -10,7 +10,8 @@ import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 import { loadConfig, type Config } from '../../common/config.ts';
 import { blocklistApi } from './blocklist-api.ts';
-import { sendNotFoundProblem } from './problem.ts';
+import { answerClientError, sendNotFoundProblem } from './problem.ts';
+import { securityHeaderLayer } from './security-headers.ts';
 import { sendPageNotFound, wantsPage } from '../website/pages.ts';
 import { website } from '../website/plugin.ts';
 
@@ -27,6 +28,7 @@ interface ServerDeps {
 }
 
 export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken, clock }: ServerDeps): Promise<FastifyInstance> {
+  const securityHeaders = securityHeaderLayer();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
     // One line per request from our onResponse hook instead of fastify's two.
@@ -39,7 +41,12 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
     return503OnClosing: true,
     // X-Forwarded-For only from the configured proxies (TRUSTED_PROXIES); else the socket's address.
     trustProxy: config.trustedProxies.length ? config.trustedProxies : false,
+    // A request Node cannot parse is answered like any other error: problem+json with the security headers.
+    clientErrorHandler: answerClientError,
+    // Every head written carries the security headers (and CORS on the public endpoints).
+    http: securityHeaders.http,
   });
+  securityHeaders.install(app);
   // A callback hook, not an async one: no promise per request; the line's object is built only when written.
   app.addHook('onResponse', (req, reply, done) => {
     if (log.isLevelEnabled('info')) log.info({ req, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

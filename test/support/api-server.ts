@@ -20,7 +20,7 @@ export async function startApi(databaseUrl: string, overrides: Partial<Config> =
   const sink = new Writable({ write: (chunk: Buffer, _enc, cb) => ((captured += chunk.toString()), cb()) });
   const log = createLogger({ level: config.logLevel, destination: sink });
   const db = await openDatabase({ config, log, applicationName: 'blockfeed-test-api' });
-  const app = await buildServer({ db, log, config, registry: createRegistry(), clock: options.clock });
+  const app = await buildServer({ db, log, config, registry: createRegistry(), ingestToken: config.ingestToken, clock: options.clock });
   await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
