@@ -2,6 +2,8 @@
 // window"). Pure. Everything is rendered as literals, not bind parameters, because the txt path runs the
 // query inside COPY, which takes none; every value is either a vocabulary member or a timestamp we made,
 // and is quoted anyway.
+import { parseIPv4 } from '../../common/ipv4.ts';
+import { NEVER_BLOCK } from '../../common/never-block.ts';
 import { SERVICES, normalizeProvince, type AddressType, type Isp, type Level, type Net, type Precision, type Service } from '../../common/vocabulary.ts';
 
 /** Which "last seen" decides whether an address is in the window. */
@@ -30,6 +32,64 @@ export function timestampLiteral(at: Date): string {
   return `${quoteLiteral(at.toISOString())}::timestamptz`;
 }
 
+/** The IPv4 never-block ranges (common/never-block.ts) as merged, sorted [first, last] address numbers. */
+function neverBlockV4(): [number, number][] {
+  const ranges = NEVER_BLOCK.filter((r) => !r.includes(':')).map((cidr): [number, number] => {
+    const [address = '', bits = ''] = cidr.split('/');
+    const first = parseIPv4(address);
+    return [first, first + 2 ** (32 - Number(bits)) - 1];
+  });
+  ranges.sort((x, y) => x[0] - y[0]);
+  const merged: [number, number][] = [];
+  for (const r of ranges) {
+    const last = merged.at(-1);
+    if (last && r[0] <= last[1] + 1) last[1] = Math.max(last[1], r[1]);
+    else merged.push(r);
+  }
+  return merged;
+}
+
+/** Per first octet: 0 when no range touches that /8, 1 when ranges cover all of it, 2 when part of it. */
+function octetClasses(ranges: [number, number][]): number[] {
+  const classes = new Array<number>(256).fill(0);
+  for (const [first, last] of ranges) {
+    for (let octet = Math.floor(first / 2 ** 24); octet <= Math.floor(last / 2 ** 24); octet++) {
+      const whole = first <= octet * 2 ** 24 && last >= (octet + 1) * 2 ** 24 - 1;
+      classes[octet] = whole ? 1 : Math.max(classes[octet] ?? 0, 2);
+    }
+  }
+  return classes;
+}
+
+/** SQL true when the number `x` lies in one of the sorted ranges: a binary search. */
+function inRangesSql(x: string, ranges: [number, number][]): string {
+  if (ranges.length === 1) {
+    const [[first, last]] = ranges as [[number, number]];
+    return `(${x} between ${first} and ${last})`;
+  }
+  const mid = Math.floor(ranges.length / 2);
+  return `(case when ${x} < ${ranges[mid]?.[0]} then ${inRangesSql(x, ranges.slice(0, mid))} else ${inRangesSql(x, ranges.slice(mid))} end)`;
+}
+
+const NEVER_BLOCK_V4 = neverBlockV4();
+const OCTET_CLASSES_SQL = `'{${octetClasses(NEVER_BLOCK_V4).join(',')}}'::int2[]`;
+const NEVER_BLOCK_V6_SQL = `'{${NEVER_BLOCK.filter((r) => r.includes(':')).join(',')}}'::inet[]`;
+
+/**
+ * True when the address in `column` may be published: outside the never-block table (RFC 6890 space that is
+ * not globally reachable), the one the controller removes from every feed. Ingest is to drop such sources;
+ * the API leaves them out as well, whatever the store holds (docs/http-api.md "Which addresses").
+ *
+ * Lists evaluate it for every address they select, so IPv4 takes the cheap way: the address as a number, its
+ * first octet's class, and only in the five partly reserved /8s a search of the ranges. CPU per address
+ * selected, over 1,000,000: ~48 ns this way, ~70 ns with the search alone, ~190 ns with `<<= any(...)`.
+ */
+export function publishableSql(column: string): string {
+  const x = `(${column} - '0.0.0.0'::inet)`;
+  const v4 = `(case (${OCTET_CLASSES_SQL})[(${x} >> 24)::int + 1] when 0 then false when 1 then true else ${inRangesSql(x, NEVER_BLOCK_V4)} end)`;
+  return `not (case when family(${column}) = 4 then ${v4} else ${column} <<= any(${NEVER_BLOCK_V6_SQL}) end)`;
+}
+
 /** A Postgres text[] literal of the service names, indexed like addresses.service_last. */
 const SERVICE_ARRAY_SQL = `array[${SERVICES.map(quoteLiteral).join(',')}]::text[]`;
 
@@ -49,6 +109,7 @@ export function whereSql(f: ListFilter): string {
   conds.push(
     f.basis === 'honeypot' ? `a.last_honeypot >= ${w}` : f.basis === 'telescope' ? `a.last_telescope >= ${w}` : `a.last_seen >= ${w}`,
   );
+  conds.push(publishableSql('a.ip'));
   switch (f.type) {
     case 'research_scanner':
     case 'asset_scanner':

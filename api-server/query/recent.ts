@@ -1,5 +1,7 @@
-// The most recent raw events (newest first). Research mapping platforms are left out as on every endpoint.
+// The most recent raw events (newest first). Research mapping platforms are left out as on every endpoint, and
+// so are sources that may not be published (list-sql.ts).
 import type pg from 'pg';
+import { publishableSql } from './list-sql.ts';
 import type { RecentEvent } from '../render/recent.ts';
 
 /** Raw events are kept 30 days + margin; looking further back would only scan dropped partitions' absence. */
@@ -12,6 +14,7 @@ export async function queryRecent(pool: pg.Pool, limit: number): Promise<RecentE
      from events e left join addresses a on a.ip = e.src_ip
      where e.ts >= now() - make_interval(days => ${LOOKBACK_DAYS})
        and a.scanner_kind is distinct from 'research_scanner'
+       and ${publishableSql('e.src_ip')}
      order by e.ts desc, e.id
      limit $1`,
     [limit],

@@ -1,7 +1,8 @@
 // Platform statistics over a window: totals and top countries from ip_hourly, top ports from events (the
-// rollup keeps ports per address-hour, not attacks per port).
+// rollup keeps ports per address-hour, not attacks per port). Sources that may not be published (list-sql.ts)
+// count nowhere: the statistics describe the attacks the lists hold.
 import type pg from 'pg';
-import { timestampLiteral } from './list-sql.ts';
+import { publishableSql, timestampLiteral } from './list-sql.ts';
 
 export interface StatsDocument {
   generated_at: string;
@@ -18,7 +19,7 @@ function statsSql(since: Date): string {
   const w = timestampLiteral(since);
   return `with h as (
       select ip, sum(attacks)::bigint as attacks from ip_hourly
-      where hour >= date_trunc('hour', ${w}) and last_seen >= ${w} group by ip)
+      where hour >= date_trunc('hour', ${w}) and last_seen >= ${w} and ${publishableSql('ip')} group by ip)
     select (select coalesce(sum(attacks), 0)::float8 from h) as total_attacks,
       (select count(*)::int from h) as unique_ips,
       coalesce((select json_agg(c) from (
@@ -27,7 +28,7 @@ function statsSql(since: Date): string {
         group by a.country order by attacks desc, country limit ${TOP}) c), '[]') as top_countries,
       coalesce((select json_agg(p) from (
         select dst_port as port, min(service) as service, count(*)::float8 as attacks
-        from events where ts >= ${w} and dst_port is not null
+        from events where ts >= ${w} and dst_port is not null and ${publishableSql('src_ip')}
         group by dst_port order by attacks desc, port limit ${TOP}) p), '[]') as top_ports`;
 }
 

@@ -104,14 +104,15 @@ export async function insertAddresses(pool: pg.Pool, list: FixtureAddress[], now
 }
 
 /**
- * `count` distinct addresses (10.0.0.0 upwards, IPv4) all seen by the telescope within the last `withinHours`,
- * with one ip_hourly row each. Made by generate_series in one statement each: a million rows in seconds.
+ * `count` distinct addresses (11.0.0.0 upwards, IPv4: global space, which lists publish) all seen by the
+ * telescope within the last `withinHours`, with one ip_hourly row each. Made by generate_series in one
+ * statement each: a million rows in seconds.
  */
 export async function generateAddresses(pool: pg.Pool, count: number, withinHours: number, now = new Date()): Promise<void> {
   await ensurePartitions(pool, now);
   await pool.query(
     `insert into addresses (ip, first_seen, last_seen, last_telescope, service_last, country, net)
-     select '10.0.0.0'::inet + g, t - interval '1 hour', t, t, array[t]::timestamptz[], 'CN', 'idc'
+     select '11.0.0.0'::inet + g, t - interval '1 hour', t, t, array[t]::timestamptz[], 'CN', 'idc'
      from generate_series(0, $1::int - 1) g,
           lateral (select $2::timestamptz - ((g % ($3::int * 60)) * interval '1 minute') as t) x`,
     [count, now, withinHours - 1],

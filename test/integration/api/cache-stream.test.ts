@@ -134,12 +134,12 @@ describe('large lists', () => {
     const txt = await (await get('/api/scan-export?hours=24')).text();
     const ips = txt.split('\n').filter(Boolean);
     expect(ips).toHaveLength(200_003);
-    expect(ips[0]).toBe('10.0.0.0');
-    expect(ips.at(-4)).toBe('10.3.13.63');
+    expect(ips[0]).toBe('11.0.0.0');
+    expect(ips.at(-4)).toBe('11.3.13.63');
     const json = (await (await get('/api/scan-export?hours=24&format=json')).json()) as { count: number; data: { ip: string }[] };
     expect(json.count).toBe(200_003);
     expect(json.data).toHaveLength(200_003);
-    expect(json.data[1]?.ip).toBe('10.0.0.1');
+    expect(json.data[1]?.ip).toBe('11.0.0.1');
   });
 
   it('a client that disconnects cancels the statement', async () => {
