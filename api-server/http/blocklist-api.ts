@@ -24,7 +24,7 @@ interface ApiOptions {
   log: Logger;
   registry: Registry;
   config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds'>;
-  /** The clock rate limits and quotas count by (default: the system clock). */
+  /** The clock rate limits, quotas and list windows go by (default: the system clock). */
   clock?: () => Date;
 }
 
@@ -49,7 +49,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   });
 
   await registerOpenApi(app, VERSION);
-  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), guard };
+  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), guard, release: VERSION, clock: clock ?? (() => new Date()) };
   await app.register(variantARoutes, deps);
   await app.register(variantBRoutes, deps);
   await app.register(openApiRoute);

@@ -12,8 +12,9 @@ interface CachedBody {
   /** Small bodies also as text: Node writes headers and a string body in one write, a Buffer in a writev. */
   text?: string;
   etag: string;
+  /** When the answer was made: Age and max-age count from it. */
   generatedAt: Date;
-  /** generatedAt as an HTTP date, formatted once. */
+  /** Last-Modified as an HTTP date, formatted once: generatedAt, or for a list the instant it describes. */
   lastModified?: string;
   ttlSeconds: number;
   headers: Record<string, string>;
@@ -57,8 +58,38 @@ export function cacheKey(variant: 'A' | 'B', endpoint: string, params: Record<st
   return `${variant}:${endpoint}?${parts.join('&')}`;
 }
 
+function etagOf(hash: ReturnType<typeof createHash>): string {
+  return `"${hash.digest('base64url').slice(0, 32)}"`;
+}
+
+/** A document's ETag: a digest of its bytes. */
 export function strongEtag(body: Buffer): string {
-  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
+  return etagOf(createHash('sha256').update(body));
+}
+
+/** What a list's bytes are a function of (docs/http-api.md "Validators"). */
+export interface ListIdentity {
+  /** The software release: one that renders differently has another version. */
+  release: string;
+  /** The data version of the snapshot the list is read from (stream.ts). */
+  dataVersion: string;
+  /** The normalised query: the cache key (endpoint, parameters with defaults, format). */
+  key: string;
+  /** The window's end, whole minutes: the window start and generated_at follow from it. */
+  asOf: Date;
+}
+
+/**
+ * A list's ETag, known before its body exists: a digest of everything the bytes are a function of, so two
+ * answers share it only when their bytes are equal. Pure.
+ */
+export function listEtag({ release, dataVersion, key, asOf }: ListIdentity): string {
+  return etagOf(createHash('sha256').update(`list\n${release}\n${dataVersion}\n${key}\n${asOf.toISOString()}`));
+}
+
+/** The instant a list describes: now, down to the whole minute (so replicas and repeated requests agree). */
+export function listInstant(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / 60_000) * 60_000);
 }
 
 /** Does an If-None-Match header list this ETag (or `*`)? Weak comparison, as RFC 9110 asks for 304s. */
@@ -128,11 +159,11 @@ export class ResponseCache {
   set(key: string, entry: CachedBody): void {
     if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
     const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
-    this.#lru.set(key, { ...entry, text, lastModified: entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
+    this.#lru.set(key, { ...entry, text, lastModified: entry.lastModified ?? entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
   }
 
   /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
-  tee(key: string, entry: Omit<CachedBody, 'body' | 'etag'>): Transform {
+  tee(key: string, entry: Omit<CachedBody, 'body'>): Transform {
     const chunks: Buffer[] = [];
     let size = 0;
     let keeping = this.#lru !== undefined;
@@ -149,10 +180,7 @@ export class ResponseCache {
         done(null, buf);
       },
       flush: (done) => {
-        if (keeping) {
-          const body = Buffer.concat(chunks);
-          this.set(key, { ...entry, body, etag: strongEtag(body) });
-        }
+        if (keeping) this.set(key, { ...entry, body: Buffer.concat(chunks) });
         done();
       },
     });
@@ -199,12 +227,7 @@ export function headersOfHit(entry: CachedBody, visibility: 'public' | 'private'
  * past fastify's send pipeline (this API registers no onSend hooks); onResponse hooks still run on finish.
  */
 export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: 'public' | 'private', entry: CachedBody): FastifyReply {
-  if (etagMatches(req.headers['if-none-match'], entry.etag)) {
-    freshnessHeaders(reply, visibility, entry);
-    reply.header('etag', entry.etag);
-    for (const [k, v] of Object.entries(entry.headers)) if (k !== 'content-disposition') reply.header(k, v);
-    return reply.code(304).send();
-  }
+  if (etagMatches(req.headers['if-none-match'], entry.etag)) return sendNotModified(reply, visibility, entry);
   const list = headersOfHit(entry, visibility, Date.now());
   // Node merges these with the RateLimit fields the limits step set on the raw response.
   const raw = reply.raw;
@@ -214,9 +237,18 @@ export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: '
   return reply;
 }
 
-/** Answers with a stream (no ETag yet: it is known only at the end; the cached copy carries one). */
-export function sendStream(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body' | 'etag'>, body: Readable): FastifyReply {
+/** 304: the client holds this answer. Its validators and freshness, no body. */
+export function sendNotModified(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body'>): FastifyReply {
   freshnessHeaders(reply, visibility, entry);
+  reply.header('etag', entry.etag);
+  for (const [k, v] of Object.entries(entry.headers)) if (k !== 'content-disposition') reply.header(k, v);
+  return reply.code(304).send();
+}
+
+/** Answers with a stream, its validators known ahead (a list's ETag, listEtag). */
+export function sendStream(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body'>, body: Readable): FastifyReply {
+  freshnessHeaders(reply, visibility, entry);
+  reply.header('etag', entry.etag);
   for (const [k, v] of Object.entries(entry.headers)) reply.header(k, v);
   return reply.send(body);
 }

@@ -1,5 +1,7 @@
 // The shared shape of every API handler: look in the cache, else produce the body (a whole document or a
 // stream from the store) and keep a copy. Headers for download and truncation travel with the cached copy.
+// A list's ETag is known before its body (listEtag): its first answer carries it, and a conditional request
+// the store's data version still matches is answered 304 without reading the list.
 import { pipeline } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
@@ -7,8 +9,8 @@ import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/list-sql.ts';
-import { streamList } from '../query/stream.ts';
-import { cacheKey, cacheSeconds, sendBody, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
+import { openListSnapshot } from '../query/stream.ts';
+import { cacheKey, cacheSeconds, etagMatches, listEtag, listInstant, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
 import { visibility, type RouteGuard } from './guard.ts';
 import type { ApiRouteConfig } from './route-config.ts';
 
@@ -19,6 +21,9 @@ export interface ResponderDeps {
   lifetimes: CacheLifetimes;
   /** The per-route hooks (guard.ts): the cached-answer fast path, auth → limits, request metrics. */
   guard(route: ApiRouteConfig, url: string): RouteGuard;
+  /** The software release (package.json), part of every list's ETag. */
+  release: string;
+  clock: () => Date;
 }
 
 const CONTENT_TYPES: Record<Format, string> = {
@@ -51,22 +56,28 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
   const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);
-  const now = new Date();
+  // The list describes the store at the start of this minute: its window, generated_at, Last-Modified,
+  // download name and ETag all follow from this instant, so equal ETags mean equal bytes.
+  const asOf = listInstant(deps.clock());
+  const snapshot = await openListSnapshot(deps.pool, deps.log);
+  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[list.format] };
+  if (list.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, list.hours, asOf, list.format)}"`;
+  const etag = listEtag({ release: deps.release, dataVersion: snapshot.dataVersion, key, asOf });
+  const entry = { etag, generatedAt: new Date(), lastModified: asOf.toUTCString(), ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours, deps.lifetimes), headers };
+  if (etagMatches(req.headers['if-none-match'], etag)) {
+    await snapshot.close();
+    return sendNotModified(reply, visibility(route), entry);
+  }
   const limit = list.truncates ? LIMITS.exportMaxRecords : undefined;
-  const stream = await streamList({
-    pool: deps.pool,
-    log: deps.log,
-    filter: list.filter(now),
+  const stream = await snapshot.stream({
+    filter: list.filter(asOf),
     format: list.format,
-    generatedAt: now,
+    generatedAt: asOf,
     windowHours: list.hours,
     limit,
     count: list.format === 'json' || limit !== undefined,
   });
-  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[list.format] };
   if (list.truncates) headers['x-blocklist-truncated'] = String(stream.truncated);
-  if (list.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, list.hours, now, list.format)}"`;
-  const entry = { generatedAt: now, ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours, deps.lifetimes), headers };
   const tee = deps.cache.tee(key, entry);
   // pipeline, not pipe: a client that goes away destroys the tee, and with it the statement's stream.
   pipeline(stream.body, tee, (err) => {

@@ -23,7 +23,7 @@ interface ServerDeps {
   config?: Config;
   /** Enables POST /internal/v1/events (sensors pushing logs) with this bearer token. */
   ingestToken?: string;
-  /** The clock rate limits and quotas count by (default: the system clock). */
+  /** The clock rate limits, quotas and list windows go by (default: the system clock). */
   clock?: () => Date;
 }
 

@@ -1,6 +1,7 @@
 // Streams a list out of PostgreSQL with backpressure: txt through COPY (the cheapest way PostgreSQL has to
-// emit rows), csv and json through a cursor and the record formatters. A consumer that goes away (client
-// disconnect) cancels the running statement and discards its connection.
+// emit rows), csv and json through a cursor and the record formatters, all inside one read-only snapshot
+// whose data version is known before the list is read (the ETag, respond.ts). A consumer that goes away
+// (client disconnect) cancels the running statement and discards its connection.
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type pg from 'pg';
 import QueryStream from 'pg-query-stream';
@@ -45,8 +46,6 @@ function recordFormatter(format: 'csv' | 'json', envelope: ListEnvelope): Transf
 }
 
 interface ListStreamOptions {
-  pool: pg.Pool;
-  log: Logger;
   filter: ListFilter;
   format: Format;
   generatedAt: Date;
@@ -64,17 +63,58 @@ interface ListStream {
   truncated: boolean;
 }
 
+/** One read-only snapshot of the store, from which one list is read (or none). */
+export interface ListSnapshot {
+  /**
+   * The version of the list data this snapshot sees (list_data_version, migration 0007), as
+   * `<epoch>:<version>`: equal for two snapshots only when they see the same addresses and rollups.
+   */
+  readonly dataVersion: string;
+  /** Streams a list; the connection is released when the stream ends. At most once per snapshot. */
+  stream(options: ListStreamOptions): Promise<ListStream>;
+  /** Ends the snapshot without reading a list (the client has it already). */
+  close(): Promise<void>;
+}
+
 /**
- * Opens the list's statement and returns its body stream; the connection is released when it ends. The
- * count and the rows come from one read-only snapshot, so the envelope's count matches the data.
+ * Opens a repeatable-read snapshot and reads the data version in it first, so the list read later in the
+ * same snapshot is exactly the data of that version.
  */
-export async function streamList({ pool, log, filter, format, generatedAt, windowHours, limit, count }: ListStreamOptions): Promise<ListStream> {
+export async function openListSnapshot(pool: pg.Pool, log: Logger): Promise<ListSnapshot> {
   const client = await pool.connect();
-  let matched: number | undefined;
-  const snapshot = count || limit !== undefined;
+  let dataVersion: string;
   try {
-    if (snapshot) {
-      await client.query('begin isolation level repeatable read read only');
+    await client.query('begin isolation level repeatable read read only');
+    const { rows } = await client.query<{ v: string }>(`select epoch::text || ':' || version::text as v from list_data_version`);
+    const row = rows[0];
+    if (!row) throw new Error('list_data_version holds no row');
+    dataVersion = row.v;
+  } catch (err) {
+    client.release(true);
+    throw err;
+  }
+  return {
+    dataVersion,
+    stream: (options) => streamList(pool, client, log, options),
+    close: async () => {
+      try {
+        await client.query('commit');
+        client.release();
+      } catch (err) {
+        client.release(err as Error);
+      }
+    },
+  };
+}
+
+/**
+ * Reads the list on the snapshot's connection and returns its body stream; the connection is released when
+ * it ends. The count and the rows come from the one snapshot, so the envelope's count matches the data.
+ */
+async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { filter, format, generatedAt, windowHours, limit, count }: ListStreamOptions): Promise<ListStream> {
+  let matched: number | undefined;
+  try {
+    if (count || limit !== undefined) {
       const cap = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
       const { rows } = await client.query<{ n: number }>(cappedCountSql(filter, cap));
       matched = rows[0]?.n ?? 0;
@@ -102,7 +142,7 @@ export async function streamList({ pool, log, filter, format, generatedAt, windo
       return;
     }
     try {
-      if (snapshot) await client.query('commit');
+      await client.query('commit');
       client.release();
     } catch (commitErr) {
       client.release(commitErr as Error);

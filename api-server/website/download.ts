@@ -5,7 +5,8 @@ import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, type FilterName } from '../../
 import { HoneypotDedupParams } from '../http/endpoint-params.ts';
 import { parseQuery } from '../http/validate-query.ts';
 import { dedupFilter } from '../query/lists.ts';
-import { streamList } from '../query/stream.ts';
+import { listInstant } from '../http/cache.ts';
+import { openListSnapshot } from '../query/stream.ts';
 import { feedChoice, feedSnippets } from './feeds.ts';
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
@@ -72,8 +73,10 @@ export async function downloadRoutes(app: FastifyInstance, { pool, log, tiers, s
       return sendMessage(reply, req.visit, 400, t.errors.badRequestTitle, parsed.problems.map((p) => `${p.name}: ${p.reason}; allowed: ${p.allowed}`).join('; '));
     }
     const window = parsed.value.hours as number;
-    const now = clock();
-    const list = await streamList({ pool, log, filter: dedupFilter({ hours: window }, now), format: 'txt', generatedAt: now, windowHours: window, count: false });
+    // The same instant and snapshot as /api/honeypot/dedup takes for this minute: the same lines.
+    const now = listInstant(clock());
+    const snapshot = await openListSnapshot(pool, log);
+    const list = await snapshot.stream({ filter: dedupFilter({ hours: window }, now), format: 'txt', generatedAt: now, windowHours: window, count: false });
     return reply
       .type('text/plain; charset=utf-8')
       .header('content-disposition', `attachment; filename="blockfeed-basic-${window}h-${now.toISOString().slice(0, 10)}.txt"`)
