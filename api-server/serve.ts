@@ -26,7 +26,8 @@ export interface ServeOptions {
 const FIRST_RUN_DEMO_EVENTS = 100_000;
 
 export async function startServer({ config, log }: CommandContext, options: ServeOptions = {}): Promise<RunningServer> {
-  const db = await openDatabase({ config, log, applicationName: 'blockfeed-serve' });
+  // serve supervises the embedded server: a crashed one is started again while requests answer 503.
+  const db = await openDatabase({ config, log, applicationName: 'blockfeed-serve', superviseEmbedded: true });
   let app: FastifyInstance | undefined;
   let stopRetention: (() => void) | undefined;
   try {

@@ -22,6 +22,8 @@ export interface OpenOptions {
   poolSize?: number;
   /** Settings for a newly started embedded server (tests turn fsync off). */
   embeddedSettings?: Record<string, string>;
+  /** Start the embedded server again whenever it dies, until close() (`serve`). */
+  superviseEmbedded?: boolean;
 }
 
 /** Replaces the database name in a PostgreSQL URL. */
@@ -31,17 +33,22 @@ export function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-export async function openDatabase({ config, log, applicationName = 'blockfeed', poolSize = 10, embeddedSettings }: OpenOptions): Promise<Database> {
+export async function openDatabase({ config, log, applicationName = 'blockfeed', poolSize = 10, embeddedSettings, superviseEmbedded }: OpenOptions): Promise<Database> {
   let embedded: EmbeddedServer | undefined;
   let url = config.databaseUrl;
   if (!url) {
-    embedded = await startEmbedded({ dataDir: config.dataDir, log, settings: embeddedSettings });
+    embedded = await startEmbedded({ dataDir: config.dataDir, log, settings: embeddedSettings, supervise: superviseEmbedded });
     url = withDatabase(embedded.url, 'blockfeed');
     await ensureDatabaseExists(embedded.url, 'blockfeed');
   }
   const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000 });
-  // An idle client losing its connection (server restart) must not crash the process; the pool replaces it.
+  // A client losing its connection (the server restarted or died) must not crash the process. An idle one is
+  // reported by the pool; one checked out between two queries (an ingest window, a list's snapshot) emits the
+  // error on itself, unheard unless listened for here: its holder learns of it from its next query, and the
+  // pool drops it on release. New connections are opened as they are asked for, so the pool works again as
+  // soon as the server does.
   pool.on('error', (err) => log.warn({ err: { message: err.message } }, 'idle database connection lost'));
+  pool.on('connect', (client) => client.on('error', () => undefined));
   let closing: Promise<void> | undefined;
   return {
     pool,

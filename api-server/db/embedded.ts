@@ -8,6 +8,11 @@
 // started the server while `serve` came to use it leaves it running for serve, which stops it on exit.
 // The server is started in its own process group with its log in <data dir>/postgres.log, so that it can
 // outlive the process that started it and a Ctrl-C meant for that process does not reach it.
+//
+// A long-running user (`serve`) supervises the server: should it die (a crash, an OOM kill, kill -9), the
+// supervisor starts it again on the same port with back-off, and PostgreSQL's own crash recovery replays
+// its WAL, so no committed transaction is lost. Meanwhile the store is unavailable (503) and the pool's new
+// connections succeed again once it is back.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
@@ -46,13 +51,15 @@ interface EmbeddedOptions {
   log: Logger;
   /** Extra `-c name=value` settings, e.g. fsync=off for throwaway test clusters. */
   settings?: Record<string, string>;
+  /** Start the server again whenever it dies, until release() or stop() (a long-running user: `serve`). */
+  supervise?: boolean;
 }
 
 export interface EmbeddedServer {
   /** Connection URL for the `postgres` maintenance database; swap the path for others. */
   readonly url: string;
   readonly port: number;
-  /** True when this process started the server. */
+  /** True when this process started the server (or, supervising, started it again). */
   readonly owned: boolean;
   /** This process is done with the server: stops it unless other processes still have connections open. */
   release(): Promise<void>;
@@ -136,6 +143,29 @@ function alive(pid: number): boolean {
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Is `pid` a PostgreSQL server of this cluster? After a crash, postmaster.pid names a process that is gone,
+ * or by now another process that got its number; only the first is left to PostgreSQL (which removes a lock
+ * file whose process is gone). Without /proc the answer is yes: PostgreSQL then decides itself.
+ */
+function postmasterOf(pid: number, clusterDir: string): boolean {
+  if (!alive(pid)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(clusterDir);
+  } catch {
+    return !existsSync('/proc/self');
+  }
+}
+
+/** Removes postmaster.pid when the process it names is alive but is not this cluster's server. */
+async function removeStaleLockFile(clusterDir: string, log: Logger): Promise<void> {
+  const pm = readPostmasterPid(clusterDir);
+  if (pm && alive(pm.pid) && !postmasterOf(pm.pid, clusterDir)) {
+    log.warn({ pid: pm.pid }, 'postmaster.pid names a process that is not this PostgreSQL (a stale lock file); removing it');
+    await rm(path.join(clusterDir, 'postmaster.pid'), { force: true });
   }
 }
 
@@ -278,17 +308,91 @@ async function otherUsers(info: ServerInfo): Promise<number> {
   }
 }
 
-function handle(info: ServerInfo, pid: number, owned: boolean, log: Logger): EmbeddedServer {
+interface Cluster {
+  clusterDir: string;
+  owner: { uid: number; gid: number } | undefined;
+  settings: Record<string, string>;
+  log: Logger;
+}
+
+/** Back-off between attempts to start a server that died: doubling from 100 ms, at most 2 s. */
+const RESTART_DELAYS_MS = [100, 200, 400, 800, 1600, 2000];
+/** How often a supervisor looks whether the server still runs. */
+const WATCH_MS = 200;
+
+function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster: Cluster, supervise: boolean): EmbeddedServer {
+  const { log } = cluster;
+  let pid = firstPid;
+  let owned = firstOwned;
+  let done = false;
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= shutdown(pid, log));
+  let watch: NodeJS.Timeout | undefined;
+  const stop = () => {
+    done = true;
+    clearTimeout(watch);
+    return (stopping ??= shutdown(pid, log));
+  };
+
+  /** Starts the server again (or adopts one another process started meanwhile) until it runs. */
+  async function restart(): Promise<void> {
+    const lost = Date.now();
+    log.error({ postgresPid: pid, port: info.port }, 'embedded PostgreSQL is gone; starting it again');
+    for (let attempt = 0; !done; attempt++) {
+      const running = readPostmasterPid(cluster.clusterDir);
+      if (running && running.pid !== pid && postmasterOf(running.pid, cluster.clusterDir) && (await canConnect(info))) {
+        pid = running.pid;
+        owned = false;
+        log.warn({ postgresPid: pid, ms: Date.now() - lost }, 'embedded PostgreSQL was started again by another process; using it');
+        return;
+      }
+      try {
+        await removeStaleLockFile(cluster.clusterDir, log);
+        const child = await launch(cluster.clusterDir, info, cluster.owner, cluster.settings);
+        child.unref();
+        if (done) {
+          await shutdown(child.pid!, log);
+          return;
+        }
+        pid = child.pid!;
+        owned = true;
+        log.warn({ postgresPid: pid, port: info.port, ms: Date.now() - lost, attempts: attempt + 1 }, 'embedded PostgreSQL started again (crash recovery done)');
+        return;
+      } catch (err) {
+        // Typically the old server's processes still hold its shared memory for a moment.
+        const delay = RESTART_DELAYS_MS[Math.min(attempt, RESTART_DELAYS_MS.length - 1)] ?? 2000;
+        log.warn({ err: { message: (err as Error).message }, attempt: attempt + 1, retryInMs: delay }, 'embedded PostgreSQL did not start yet');
+        await sleep(delay);
+      }
+    }
+  }
+
+  const look = () => {
+    if (done) return;
+    if (alive(pid)) {
+      watch = setTimeout(look, WATCH_MS);
+      watch.unref();
+      return;
+    }
+    void restart().finally(() => {
+      if (!done) look();
+    });
+  };
+  if (supervise) look();
+
   return {
     url: urlOf(info),
     port: info.port,
-    owned,
+    get owned() {
+      return owned;
+    },
     stop: async () => {
+      done = true;
+      clearTimeout(watch);
       if (owned) await stop();
     },
     release: async () => {
+      done = true;
+      clearTimeout(watch);
       if (!alive(pid)) return;
       const others = await otherUsers(info);
       if (others === 0) return stop();
@@ -300,24 +404,25 @@ function handle(info: ServerInfo, pid: number, owned: boolean, log: Logger): Emb
 /**
  * Returns a running server for `dataDir`: the one already running there, or a new one this process owns.
  */
-export async function startEmbedded({ dataDir: dir, log, settings = {} }: EmbeddedOptions): Promise<EmbeddedServer> {
+export async function startEmbedded({ dataDir: dir, log, settings = {}, supervise = false }: EmbeddedOptions): Promise<EmbeddedServer> {
   const dataDir = path.resolve(dir);
   const clusterDir = path.join(dataDir, 'pg');
   const infoFile = path.join(dataDir, 'embedded.json');
   await prepareDataDir(dataDir);
   const owner = serverUser();
+  const cluster: Cluster = { clusterDir, owner, settings, log };
 
   for (let attempt = 0; ; attempt++) {
     let info: ServerInfo | undefined = existsSync(infoFile) ? (JSON.parse(await readFile(infoFile, 'utf8')) as ServerInfo) : undefined;
 
     const running = readPostmasterPid(clusterDir);
-    if (running && alive(running.pid) && info) {
+    if (running && postmasterOf(running.pid, clusterDir) && info) {
       // Another process's server: wait for it to be ready, then share it.
       const shared: ServerInfo = { ...info, port: running.port || info.port };
       for (let i = 0; i < 600 && alive(running.pid); i++) {
         if (await canConnect(shared)) {
           log.info({ port: shared.port, pid: running.pid }, 'reusing the embedded PostgreSQL already running on this data dir');
-          return handle(shared, running.pid, false, log);
+          return handle(shared, running.pid, false, cluster, supervise);
         }
         await sleep(100);
       }
@@ -341,11 +446,12 @@ export async function startEmbedded({ dataDir: dir, log, settings = {} }: Embedd
 
     const started = Date.now();
     try {
+      await removeStaleLockFile(clusterDir, log);
       const child = await launch(clusterDir, info, owner, settings);
       // Not waited for by this process's event loop: the server may be left running for others.
       child.unref();
       log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
-      return handle(info, child.pid!, true, log);
+      return handle(info, child.pid!, true, cluster, supervise);
     } catch (err) {
       // Lost a race with another process starting the same cluster: go round and reuse theirs.
       if (attempt < 3 && readPostmasterPid(clusterDir)) {

@@ -1,5 +1,5 @@
-// The blocklist API as one fastify context: problem+json errors, then for every API route auth → limits →
-// (cache or store) → response, plus /openapi.json and the API's metrics. Each step lives in its own file.
+// The blocklist API as one fastify context: for every API route auth → limits → (cache or store) →
+// response, plus /openapi.json and the API's metrics. Each step lives in its own file.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -14,7 +14,6 @@ import { ResponseCache, parseCacheLifetimes } from './cache.ts';
 import { routeGuard } from './guard.ts';
 import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
-import { installProblemHandlers } from './problem.ts';
 import type { ResponderDeps } from './respond.ts';
 import { variantARoutes } from './honeypot-routes.ts';
 import { variantBRoutes } from './api-key-routes.ts';
@@ -31,7 +30,6 @@ interface ApiOptions {
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config, clock }: ApiOptions): Promise<void> {
-  installProblemHandlers(app);
   const metrics = createApiMetrics(registry);
   const cache = new ResponseCache({ maxBytes: config.cacheMaxBytes, lookups: metrics.cacheLookups });
   const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });

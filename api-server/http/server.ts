@@ -10,7 +10,7 @@ import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
 import { loadConfig, type Config } from '../../common/config.ts';
 import { blocklistApi } from './blocklist-api.ts';
-import { answerClientError, sendNotFoundProblem } from './problem.ts';
+import { answerClientError, installProblemHandlers, sendNotFoundProblem } from './problem.ts';
 import { securityHeaderLayer } from './security-headers.ts';
 import { sendPageNotFound, wantsPage } from '../website/pages.ts';
 import { website } from '../website/plugin.ts';
@@ -47,6 +47,8 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
     http: securityHeaders.http,
   });
   securityHeaders.install(app);
+  // Every error of every route is problem+json: a store that is down is a 503 with Retry-After everywhere.
+  installProblemHandlers(app);
   // A callback hook, not an async one: no promise per request; the line's object is built only when written.
   app.addHook('onResponse', (req, reply, done) => {
     if (log.isLevelEnabled('info')) log.info({ req, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

@@ -14,8 +14,14 @@ import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './lis
 /** Chunk size handed to the socket when formatting records in JavaScript. */
 const FLUSH_BYTES = 64 * 1024;
 
-async function cancelBackend(pool: pg.Pool, client: pg.PoolClient, log: Logger): Promise<void> {
+/**
+ * Drops the connection and stops its backend's statement. The connection goes back to the pool first: the
+ * cancel needs a pooled connection of its own, and waiting for one while holding this one could exhaust the
+ * pool when many lists fail at once (the store going away fails them all together).
+ */
+async function discard(pool: pg.Pool, client: pg.PoolClient, log: Logger): Promise<void> {
   const pid = (client as unknown as { processID?: number }).processID;
+  client.release(true);
   if (pid) await pool.query('select pg_cancel_backend($1)', [pid]).catch((err: Error) => log.warn({ err: { message: err.message } }, 'could not cancel query'));
 }
 
@@ -132,13 +138,23 @@ async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { f
       : client.query(new QueryStream(recordsSql(filter, limit, truncated), [], { batchSize: 2000, highWaterMark: 2000 }));
   let tail: Readable = source;
   let done = false;
+  // A connection that dies mid-list (the store went away) fails the cursor's read, and the cursor's stream
+  // then waits for an answer that never comes before it reports anything: the answer would hang, holding
+  // the connection. Its end is heard here instead, and ends the answer.
+  const lost = () => {
+    // ECONNRESET: an answer not begun yet is a 503 (problem.ts); one begun is cut off.
+    const err = Object.assign(new Error('the connection to the store was lost'), { code: 'ECONNRESET' });
+    tail.destroy(err);
+    void finish(err);
+  };
+  client.once('end', lost);
   const finish = async (err?: Error | null) => {
     if (done) return;
     done = true;
+    client.removeListener('end', lost);
     if (err) {
-      // Premature close (client gone) or a failing statement: stop the backend and drop the connection.
-      await cancelBackend(pool, client, log);
-      client.release(true);
+      // Premature close (client gone) or a failing statement: drop the connection and stop the backend.
+      await discard(pool, client, log);
       return;
     }
     try {
