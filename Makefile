@@ -16,7 +16,7 @@ export npm_config_fund := false
 
 -include mk/k8s.mk
 
-.PHONY: help run deps typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -26,6 +26,9 @@ node_modules/.deps-stamp: package.json package-lock.json
 	@touch $@
 
 deps: node_modules/.deps-stamp ## install npm dependencies (npm ci)
+
+system-deps: ## Debian tools the tests run (promtool, prometheus, nginx, ...); installs only what is missing, with sudo when not root
+	.ci/system-deps
 
 bench-deps: ## Debian tools the benchmarks compare against (nginx, wrk, curl, psql, promtool)
 	.ci/system-deps --bench
@@ -39,20 +42,19 @@ typecheck: deps ## tsc --noEmit over the whole package
 lint: deps ## eslint (typescript-eslint, type-aware)
 	npx eslint --max-warnings=0 .
 
-test-unit: deps ## unit tier only
+test-unit: deps system-deps ## unit tier only
 	npx vitest run --project unit
 
-test-integration: deps ## integration tier only (real embedded PostgreSQL)
+test-integration: deps system-deps ## integration tier only (real embedded PostgreSQL)
 	npx vitest run --project integration
 
-test-k8s: deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager, the enforcement points' CRDs)
+test-k8s: deps system-deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager, the enforcement points' CRDs)
 	npx vitest run --project k8s
 
-test-browser: deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
-	.ci/system-deps
+test-browser: deps system-deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
 	npx vitest run --project browser
 
-test: deps k8s-bin k8s-crds ## everything CI runs: typecheck, lint, every test tier (builds the k8s binaries once)
+test: deps system-deps k8s-bin k8s-crds ## everything CI runs: typecheck, lint, every test tier (installs the Debian tools and builds the k8s binaries once)
 	$(MAKE) --no-print-directory typecheck lint
 	npx vitest run
 
@@ -104,10 +106,10 @@ bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: the 
 chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion
 	node scripts/generate-chart-files.ts
 
-test-chart: deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
+test-chart: deps system-deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
 	npx vitest run --project chart
 
-test-e2e: deps k8s-bin k8s-crds ## e2e tier: control plane, api-server, controller and a real Prometheus (needs prometheus)
+test-e2e: deps system-deps k8s-bin k8s-crds ## e2e tier: control plane, api-server, controller and a real Prometheus (needs prometheus)
 	npx vitest run --project e2e
 
 e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)

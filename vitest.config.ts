@@ -1,19 +1,22 @@
 // Test tiers (see DESIGN.md "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
 // sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager; browser = the website in a real
-// Chromium. `vitest run` runs them all.
+// Chromium. `vitest run` runs them all. Every tier first checks that the system tools its tests run are
+// installed (test/support/system-tools.ts).
 import { defineConfig } from 'vitest/config';
+
+const TOOLS = 'test/support/system-tools.ts';
 
 export default defineConfig({
   test: {
     projects: [
       {
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], globalSetup: [TOOLS] },
       },
       {
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/support/postgres-global.ts'],
+          globalSetup: [TOOLS, 'test/support/postgres-global.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -22,7 +25,7 @@ export default defineConfig({
         test: {
           name: 'k8s',
           include: ['test/k8s/**/*.test.ts'],
-          globalSetup: ['test/support/k8s-global.ts'],
+          globalSetup: [TOOLS, 'test/support/k8s-global.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
         },
@@ -33,7 +36,7 @@ export default defineConfig({
         test: {
           name: 'k8s-serial',
           include: ['test/k8s-serial/**/*.test.ts'],
-          globalSetup: ['test/support/k8s-global.ts'],
+          globalSetup: [TOOLS, 'test/support/k8s-global.ts'],
           sequence: { groupOrder: 1 },
           fileParallelism: false,
           testTimeout: 180_000,
@@ -47,6 +50,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: [TOOLS],
           sequence: { groupOrder: 2 },
           fileParallelism: false,
           testTimeout: 180_000,
@@ -59,7 +63,7 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
-          globalSetup: ['test/support/postgres-global.ts'],
+          globalSetup: [TOOLS, 'test/support/postgres-global.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -67,7 +71,7 @@ export default defineConfig({
       },
       {
         // helm lint/template and promtool on the chart; no cluster (the install lives in the k8s tier)
-        test: { name: 'chart', include: ['test/chart/**/*.test.ts'], testTimeout: 60_000 },
+        test: { name: 'chart', include: ['test/chart/**/*.test.ts'], globalSetup: [TOOLS], testTimeout: 60_000 },
       },
     ],
   },
