@@ -1,6 +1,7 @@
 // The api-server's commands in the blockfeed CLI.
 import type { Command } from 'commander';
-import { commandContext, parseIntegerOption } from '../common/cli-support.ts';
+import { commandContext } from './cli-context.ts';
+import { parseIntegerOption } from '../common/cli-support.ts';
 import { registerKeysCommands } from './keys/cli.ts';
 import { registerMembersCommands } from './members/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';

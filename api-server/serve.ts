@@ -3,7 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { UserError } from '../common/errors.ts';
 import { createRegistry } from '../common/metrics.ts';
-import { untilSignal, type CommandContext } from '../common/cli-support.ts';
+import { untilSignal } from '../common/cli-support.ts';
+import type { CommandContext } from './cli-context.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { isEmpty, loadDemo } from './demo/demo.ts';

@@ -1,24 +1,6 @@
-// What every long-running command needs: configuration, a logger, and an orderly stop on SIGTERM/SIGINT.
+// What the commands of both programs share: an orderly stop on SIGTERM/SIGINT, integer options, tables.
 import { InvalidArgumentError } from 'commander';
-import type { Config } from './config.ts';
-import { createLogger, type Logger } from './logging.ts';
-
-export interface CommandContext {
-  config: Config;
-  log: Logger;
-}
-
-/**
- * Loads the configuration and makes the logger. The configuration module (and its schema validator) is
- * imported here, when a command runs, not with the CLI: `--help`, `--version` and argument errors answer
- * without it.
- */
-export async function commandContext(overrides: Partial<Config> = {}): Promise<CommandContext> {
-  const { loadConfig } = await import('./config.ts');
-  const config = loadConfig({ overrides });
-  const log = createLogger({ level: config.logLevel });
-  return { config, log };
-}
+import type { Logger } from './logging.ts';
 
 /**
  * Resolves on the first SIGTERM or SIGINT. A second signal while shutting down exits at once (the operator

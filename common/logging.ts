@@ -1,6 +1,7 @@
 // pino JSON logging with secrets removed at the source: credentials in headers and the `key` query
 // parameter never reach a log line, whatever logs them.
 import { pino, type Logger, type DestinationStream, type LevelWithSilent } from 'pino';
+import { UserError } from './errors.ts';
 
 export type { Logger };
 
@@ -81,4 +82,14 @@ export function createLogger({ level = 'info', name = 'blockfeed', destination }
     formatters: { level: (label: string) => ({ level: label }) },
   };
   return destination ? pino(options, destination) : pino(options, pino.destination({ fd: 2, sync: false }));
+}
+
+/** pino's levels, as LOG_LEVEL takes them (the api-server's configuration too). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** LOG_LEVEL from the environment (default info); an unknown level is a UserError naming the allowed ones. */
+export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): LevelWithSilent {
+  const level = env.LOG_LEVEL?.trim() || 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UserError(`invalid configuration: LOG_LEVEL="${level}": must be one of: ${LOG_LEVELS.join(', ')}`);
+  return level as LevelWithSilent;
 }

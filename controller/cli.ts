@@ -1,6 +1,7 @@
 // The controller's command in the blockfeed CLI.
 import type { Command } from 'commander';
-import { commandContext, parseIntegerOption, untilSignal } from '../common/cli-support.ts';
+import { parseIntegerOption, untilSignal } from '../common/cli-support.ts';
+import { createLogger, logLevelFromEnv } from '../common/logging.ts';
 
 interface Flags {
   kubeconfig?: string;
@@ -32,7 +33,7 @@ export function registerControllerCommands(program: Command): void {
     .action(async (flags: Flags) => {
       // Loaded here, not at the top: the Kubernetes client weighs ~100 MB that every other command would carry.
       const { runController } = await import('./run.ts');
-      const { log } = await commandContext();
+      const log = createLogger({ level: logLevelFromEnv() });
       const { signalled, dispose } = untilSignal(log);
       const running = await runController(
         {

@@ -1,6 +1,6 @@
 // The store's connection: an external PostgreSQL (DATABASE_URL) or the embedded one in the data dir.
 import pg from 'pg';
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import type { Logger } from '../../common/logging.ts';
 import { startEmbedded, type EmbeddedServer } from './embedded.ts';

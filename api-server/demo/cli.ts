@@ -1,7 +1,7 @@
 // `blockfeed demo [--events N] [--days D] [--seed S]`: realistic synthetic events for a first look.
 import type { Command } from 'commander';
 import { parseIntegerOption } from '../../common/cli-support.ts';
-import { withStore } from '../cli-store.ts';
+import { withStore } from '../cli-context.ts';
 import { DEMO_DEFAULTS } from './defaults.ts';
 
 export function registerDemoCommands(program: Command): void {

@@ -1,6 +1,6 @@
 // `blockfeed reclassify`: refresh every address's enrichment and scanner identity (docs/data-model.md).
 import type { Command } from 'commander';
-import { withStore } from '../cli-store.ts';
+import { withStore } from '../cli-context.ts';
 
 export function registerReclassifyCommands(program: Command): void {
   program

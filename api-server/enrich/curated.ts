@@ -2,7 +2,7 @@
 // and asset scanner ranges). Validates the shape so a bad edit fails loudly at start-up.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseYaml } from '../../common/yaml.ts';
+import { parse as parseYaml } from 'yaml';
 
 const DATA_DIR = fileURLToPath(new URL('../../data/', import.meta.url));
 
@@ -20,7 +20,7 @@ export interface ScannerOrganisation {
 }
 
 function readYaml(file: string): Record<string, unknown> {
-  const doc = parseYaml(readFileSync(`${DATA_DIR}${file}`, 'utf8'));
+  const doc: unknown = parseYaml(readFileSync(`${DATA_DIR}${file}`, 'utf8'));
   if (!doc || typeof doc !== 'object') throw new Error(`data/${file}: expected a mapping`);
   return doc as Record<string, unknown>;
 }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type pg from 'pg';
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../config.ts';
 import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
 import { listenForRevocations } from '../keys/revocations.ts';

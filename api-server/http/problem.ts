@@ -6,7 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
-import { describeAllowed, type JsonSchemaLike } from '../../common/schema-text.ts';
+import { describeAllowed, type JsonSchemaLike } from '../schema-text.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 import { parseQuery, type ParamProblem } from './validate-query.ts';
 

@@ -8,7 +8,7 @@ import type { Database } from '../db/database.ts';
 import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';
-import { loadConfig, type Config } from '../../common/config.ts';
+import { loadConfig, type Config } from '../config.ts';
 import { blocklistApi } from './blocklist-api.ts';
 import { answerClientError, installProblemHandlers, sendNotFoundProblem } from './problem.ts';
 import { securityHeaderLayer } from './security-headers.ts';

@@ -1,8 +1,8 @@
 // Query-string validation against the flat endpoint schemas of endpoint-params.ts. Pure. Every problem is
 // reported (not only the first), each naming the parameter, why, and what it allows, in the wording of
-// common/schema-text.ts.
+// schema-text.ts.
 import type { TSchema } from 'typebox';
-import { describeAllowed, allowedValues, type JsonSchemaLike } from '../../common/schema-text.ts';
+import { describeAllowed, allowedValues, type JsonSchemaLike } from '../schema-text.ts';
 
 export interface ParamProblem {
   name: string;

@@ -7,7 +7,8 @@
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { Option, type Command } from 'commander';
-import { commandContext, parseIntegerOption } from '../../common/cli-support.ts';
+import { commandContext } from '../cli-context.ts';
+import { parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
 import { INPUT_FORMATS, type InputFormat } from './parsers/index.ts';
 import { DEFAULT_BATCH_SIZE, exitCodeOf, type IngestStats } from './pipeline.ts';

@@ -3,7 +3,7 @@
 // print, the final stats, or a failure.
 import { createReadStream } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import { createLogger } from '../../common/logging.ts';
 import { openMigratedDatabase } from '../db/migrate.ts';

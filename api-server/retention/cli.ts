@@ -1,6 +1,6 @@
 // `blockfeed retention`: drops what is past retention now (serve also does this every hour).
 import type { Command } from 'commander';
-import { withStore } from '../cli-store.ts';
+import { withStore } from '../cli-context.ts';
 import { maintain, MARGIN_DAYS, RETENTION_DAYS } from './retention.ts';
 
 export function registerRetentionCommands(program: Command): void {

@@ -1,7 +1,7 @@
 // The API documentation page, rendered from the server's own /openapi.json (fetched in-process once), so it
 // documents exactly the parameters the API validates, in the wording its 400 answers use.
 import type { FastifyInstance } from 'fastify';
-import { describeAllowed, type JsonSchemaLike } from '../../common/schema-text.ts';
+import { describeAllowed, type JsonSchemaLike } from '../schema-text.ts';
 import type { Locale } from './i18n.ts';
 import { sendPage } from './pages.ts';
 import type { SiteDeps } from './site.ts';

@@ -11,7 +11,7 @@ import fastifySession from '@fastify/session';
 import fastifyStatic from '@fastify/static';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import type { Logger } from '../../common/logging.ts';
 import { isStoreUnavailable } from '../http/problem.ts';

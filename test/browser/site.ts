@@ -1,7 +1,7 @@
 // What the browser tests share: an api-server (with its website) on a fresh database holding known attack
 // data, Chromium, the operator's CLI on the same database, and the steps a person takes on the site.
 import type { Browser, Locator, Page } from 'playwright-core';
-import type { Config } from '../../common/config.ts';
+import type { Config } from '../../api-server/config.ts';
 import { hashPassword } from '../../api-server/members/passwords.ts';
 import { activateMember, createMember, setMemberTier } from '../../api-server/members/store.ts';
 import { startApi, type TestApi } from '../support/api-server.ts';

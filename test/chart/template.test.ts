@@ -1,7 +1,7 @@
 // helm lint and helm template of charts/blockfeed: what appears, what does not, labels, hardened pods, the
 // values schema and the chart's own checks refusing wrong values.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../common/config.ts';
+import { loadConfig } from '../../api-server/config.ts';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
 import { ALL_ON } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';

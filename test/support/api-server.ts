@@ -1,7 +1,7 @@
 // An in-process api-server on a test database, listening on a real socket, with its log captured.
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from '../../common/config.ts';
+import { loadConfig, type Config } from '../../api-server/config.ts';
 import { createLogger } from '../../common/logging.ts';
 import { createRegistry } from '../../common/metrics.ts';
 import { openDatabase } from '../../api-server/db/database.ts';

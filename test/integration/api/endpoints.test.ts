@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
 import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../api-server/http/endpoint-params.ts';
-import { allowedValues, describeAllowed, type JsonSchemaLike } from '../../../common/schema-text.ts';
+import { allowedValues, describeAllowed, type JsonSchemaLike } from '../../../api-server/schema-text.ts';
 import { RECORD_FIELDS } from '../../../api-server/render/records.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';
 import type { TestDatabase } from '../../support/db.ts';

@@ -1,5 +1,5 @@
 // The addresses the API tests query, chosen so that each filter selects a different subset.
-import type { Config } from '../../../common/config.ts';
+import type { Config } from '../../../api-server/config.ts';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { insertAddresses, type FixtureAddress } from '../../support/attack-fixtures.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';

@@ -3,7 +3,7 @@
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../common/config.ts';
+import { loadConfig } from '../../../api-server/config.ts';
 import { createLogger } from '../../../common/logging.ts';
 import { createRegistry } from '../../../common/metrics.ts';
 import { openDatabase } from '../../../api-server/db/database.ts';

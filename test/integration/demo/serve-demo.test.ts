@@ -1,6 +1,6 @@
 // `serve --demo-if-empty` (make run) loads demo data on the first run only.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../common/config.ts';
+import { loadConfig } from '../../../api-server/config.ts';
 import { createLogger } from '../../../common/logging.ts';
 import { startServer } from '../../../api-server/serve.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
-import { allowedValues, describeAllowed } from '../../../common/schema-text.ts';
+import { allowedValues, describeAllowed } from '../../../api-server/schema-text.ts';
 
 describe('describeAllowed', () => {
   it.each([

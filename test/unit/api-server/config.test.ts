@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigSchema, describeSettings, loadConfig } from '../../../common/config.ts';
+import { ConfigSchema, describeSettings, loadConfig } from '../../../api-server/config.ts';
 import { UserError } from '../../../common/errors.ts';
 
 describe('loadConfig', () => {

@@ -6,8 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { Check, type XStatic } from 'typebox/schema';
 import { describeAllowed, type JsonSchemaLike } from './schema-text.ts';
-import { UserError } from './errors.ts';
-import { parseYaml } from './yaml.ts';
+import { UserError } from '../common/errors.ts';
+import { LOG_LEVELS } from '../common/logging.ts';
+import { parse as parseYaml } from 'yaml';
 
 /**
  * Every setting, with the environment variable that sets it. Later capabilities add their settings here so
@@ -36,7 +37,7 @@ export const ConfigSchema = {
       description: 'directory of the embedded PostgreSQL and local state',
     },
     logLevel: {
-      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      enum: LOG_LEVELS,
       default: 'info',
       env: 'LOG_LEVEL',
       description: 'pino log level',
