@@ -39,13 +39,24 @@ export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<R
   }
 }
 
-/** Retention, then compaction of the hourly rows ingest appended since the last run. */
+/**
+ * Creates the daily partitions of today and the next two days ahead of the data. An ingest creates a missing
+ * day's partitions itself, inside its window; that DDL locks the partitioned tables, and a reader holding one
+ * of them while waiting for the other then deadlocks with it. Made here, in a transaction of its own, live
+ * ingests (the push route, `tail -F`) never need it.
+ */
+export async function ensureUpcomingPartitions(pool: pg.Pool, now = new Date()): Promise<void> {
+  await pool.query('select ensure_attack_partitions($1::date, $1::date + 2)', [now.toISOString().slice(0, 10)]);
+}
+
+/** Partitions ahead, retention, then compaction of the hourly rows ingest appended since the last run. */
 export async function maintain(pool: pg.Pool, now = new Date()): Promise<RetentionResult & { compaction: CompactionResult }> {
+  await ensureUpcomingPartitions(pool, now);
   const retention = await applyRetention(pool, now);
   return { ...retention, compaction: await compactHourly(pool) };
 }
 
-/** Runs retention and compaction now and then every `intervalMs` (serve); returns a function that stops it. */
+/** Runs the maintenance now and then every `intervalMs` (serve); returns a function that stops it. */
 export function scheduleRetention(pool: pg.Pool, log: Logger, intervalMs = 3_600_000): () => void {
   let running = false;
   const run = () => {
@@ -59,6 +70,8 @@ export function scheduleRetention(pool: pg.Pool, log: Logger, intervalMs = 3_600
       .catch((err: Error) => log.warn({ err: { message: err.message } }, 'retention failed; will retry'))
       .finally(() => (running = false));
   };
+  // The partitions of the coming days at once, before the first push can need them; the rest a little later.
+  ensureUpcomingPartitions(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'creating partitions failed; will retry'));
   const first = setTimeout(run, 5_000);
   const timer = setInterval(run, intervalMs);
   first.unref();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyRetention } from '../../../api-server/retention/retention.ts';
+import { applyRetention, maintain } from '../../../api-server/retention/retention.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
 const DAY = 86_400_000;
@@ -52,5 +52,14 @@ describe('retention', () => {
 
     const again = await applyRetention(db.pool, NOW);
     expect(again).toMatchObject({ droppedPartitions: 0, removedAddresses: 0 });
+  });
+
+  it('makes the partitions of today and the next two days ahead of any ingest', async () => {
+    const later = new Date(NOW.getTime() + 10 * DAY);
+    await maintain(db.pool, later);
+    const days = (await partitions('events')).map((n) => n.slice(-8));
+    for (const offset of [10, 11, 12]) expect(days).toContain(day(offset).replaceAll('-', ''));
+    expect(days).not.toContain(day(13).replaceAll('-', ''));
+    expect((await partitions('ip_hourly')).map((n) => n.slice(-8))).toContain(day(12).replaceAll('-', ''));
   });
 });
