@@ -8,7 +8,7 @@ import { ISPS, LEVELS, LIMITS, NETS, PRECISIONS, PROVINCES, PROVINCE_SHORT_NAMES
 export const LIST_ENDPOINTS = ['dedup', 'export', 'scan-export'] as const;
 export type ListEndpoint = (typeof LIST_ENDPOINTS)[number];
 
-/** The widest window each list endpoint serves (spec §8). */
+/** The widest window each list endpoint serves (docs/http-api.md). */
 export const MAX_HOURS: Readonly<Record<ListEndpoint, number>> = {
   dedup: LIMITS.dedupMaxHours,
   export: LIMITS.exportMaxHours,

@@ -1,4 +1,4 @@
-// The filter vocabulary of the blocklist API (spec §4, DESIGN.md "HTTP contract"). Shared by the api-server
+// The filter vocabulary of the blocklist API (docs/http-api.md). Shared by the api-server
 // (validation, classification, OpenAPI) and the controller (CRD enums), so both always agree.
 
 export const SERVICES = ['ssh', 'rdp', 'vnc', 'db', 'web', 'smb', 'telnet', 'mail', 'ics', 'ai', 'proxy'] as const;
@@ -86,7 +86,7 @@ export const PROVINCE_SHORT_NAMES: readonly string[] = PROVINCES.map(
   (p) => PROVINCE_SUFFIXES.reduce((name, s) => (name.endsWith(s) && name.length > s.length ? name.slice(0, -s.length) : name), p),
 );
 
-/** Limits fixed by the spec. */
+/** Limits fixed by the service specification (docs/http-api.md). */
 export const LIMITS = {
   dedupMaxHours: 168,
   exportMaxHours: 720,

@@ -1,4 +1,4 @@
-// The controller's Prometheus metrics (names fixed by DESIGN.md "Reconcile"), on a registry of its own.
+// The controller's Prometheus metrics (README "Monitoring" documents each), on a registry of its own.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { createRegistry } from '../common/metrics.ts';
 

@@ -1,4 +1,4 @@
-// The safety stage between a pulled feed and anything applied (DESIGN.md "Reconcile", in its order):
+// The safety stage between a pulled feed and anything applied (docs/controller.md "Safety", in its order):
 // invalid entries dropped and counted; never-block ranges removed (reserved space, the cluster's own CIDRs,
 // spec.allowlist, which punches holes in wider entries); entries broader than the minimum prefix refused;
 // then the whole list is refused when it is too long or shrank too much. Pure: lines in, verdict out.

@@ -29,7 +29,7 @@ export interface CacheLifetimes {
   recent: number;
 }
 
-/** The spec's lifetimes (DESIGN.md): variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
+/** The specification's lifetimes (docs/http-api.md "Cache"): variant A 5 min; B by window (≤24 h 30 min, <72 h 1 h, ≥72 h 2 h); recent 1 min. */
 const SPEC_LIFETIMES: Readonly<CacheLifetimes> = { variantA: 300, upTo24h: 1800, upTo72h: 3600, over72h: 7200, recent: 60 };
 
 /** `upTo24h=900,recent=30` (BLOCKFEED_CACHE_LIFETIMES) over the spec's values; the config schema checks the form. */

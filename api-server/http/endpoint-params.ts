@@ -1,4 +1,4 @@
-// The query parameters of every endpoint (spec §4, docs/http-api.md): the list filters come from the one
+// The query parameters of every endpoint (docs/http-api.md): the list filters come from the one
 // table in common/list-filters.ts, the rest (format, download, key, limit) are defined here. The schemas are
 // what requests are validated against (validate-query.ts) and what /openapi.json shows. Every parameter is
 // optional on the wire; validation fills in the defaults, which the static types reflect.

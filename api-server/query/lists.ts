@@ -1,4 +1,4 @@
-// What each list endpoint selects, as a ListFilter (pure). See DESIGN.md "HTTP contract":
+// What each list endpoint selects, as a ListFilter (pure). See docs/http-api.md:
 // research scanners only when named or with include_research=1; dedup merges scan sources unless include_scan=0.
 import type { FilterQuery } from '../../common/list-filters.ts';
 import type { ListFilter } from './list-sql.ts';

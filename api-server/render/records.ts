@@ -1,4 +1,4 @@
-// Address records in the three list formats (DESIGN.md "HTTP contract"). Pure: the query layer supplies
+// Address records in the three list formats (docs/http-api.md "Formats"). Pure: the query layer supplies
 // records in address order, these functions only turn them into text.
 import type { AddressType, Level, Precision, Source, Service, Net, Isp } from '../../common/vocabulary.ts';
 import { csvLine } from './csv.ts';
