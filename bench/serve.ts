@@ -68,10 +68,11 @@ try {
   const auth = { 'X-API-Key': store.key };
   const listUrl = `${server.base}/api/export?hours=24&format=txt`;
   const statsUrl = `${server.base}/api/stats?hours=24`;
-  // The first answer streams from the store and fills the cache; the second must come from it.
+  // The first answer streams from the store and fills the cache; the second must come from it (a cache hit).
   const body = Buffer.from(await (await fetch(listUrl, { headers: auth })).arrayBuffer());
   const cached = await fetch(listUrl, { headers: auth });
-  if (!cached.headers.get('etag') || Buffer.compare(Buffer.from(await cached.arrayBuffer()), body) !== 0) throw new Error('the list was not cached');
+  const hits = /^blockfeed_response_cache_lookups_total\{endpoint="export",result="hit"[^}]*\} (\d+)/m.exec(await (await fetch(`${server.base}/metrics`)).text());
+  if (Number(hits?.[1] ?? 0) < 1 || Buffer.compare(Buffer.from(await cached.arrayBuffer()), body) !== 0) throw new Error('the list was not cached');
   await (await fetch(statsUrl, { headers: auth })).text();
 
   // nginx with Debian's defaults that matter (worker_processes auto, sendfile on), the same bytes as a file.
