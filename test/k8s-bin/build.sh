@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Builds the binaries of the Kubernetes test control plane from the Go module
-# proxy (no Docker, no prebuilt downloads) and caches them under .cache/:
+# Builds the Kubernetes programs the tests run from the Go module proxy (no
+# Docker, no prebuilt downloads) and caches them under .cache/:
 #
 #   .cache/k8s/<K8S_VERSION>/bin/{kube-apiserver,kube-controller-manager,etcd}
 #   .cache/helm/<HELM_VERSION>/bin/helm
 #   .cache/k8s/current.env     KEY=value paths for the test harness
+#
+# With --cluster, also what a node of the cluster tier runs (make cluster-bin):
+#
+#   .cache/k8s/<K8S_VERSION>/cluster-bin/{kube-scheduler,kubelet,kube-proxy}
+#   .cache/kube-router/<KUBE_ROUTER_VERSION>/bin/kube-router
+#   .cache/coredns/<COREDNS_VERSION>/bin/coredns
+#   .cache/k8s/cluster.env     their paths
 #
 # Versions come from versions.env (and go.mod/go.sum, which gen-replaces.sh
 # derives from it). A stamp file per output directory records a hash of the
@@ -26,7 +33,17 @@ k8s_bin="$k8s_dir/bin"
 helm_dir="$cache/helm/$HELM_VERSION"
 helm_bin="$helm_dir/bin"
 current_env="$cache/k8s/current.env"
+cluster_bin="$k8s_dir/cluster-bin"
+kube_router_bin="$cache/kube-router/$KUBE_ROUTER_VERSION/bin"
+coredns_bin="$cache/coredns/$COREDNS_VERSION/bin"
+cluster_env="$cache/k8s/cluster.env"
 parallel="${K8S_BUILD_PARALLEL:-2}"
+cluster=
+case ${1:-} in
+  "") ;;
+  --cluster) cluster=1 ;;
+  *) echo "usage: $0 [--cluster]" >&2 && exit 2 ;;
+esac
 
 log() { echo "k8s-bin: $*" >&2; }
 die() {
@@ -37,8 +54,10 @@ die() {
 # Hash of the files that decide what gets built; $1 names the part.
 inputs_hash() {
   case $1 in
-    k8s) cat "$here/versions.env" "$here/go.mod" "$here/go.sum" "$here/build.sh" ;;
+    k8s | cluster) printf '%s\n' "$1" && cat "$here/versions.env" "$here/go.mod" "$here/go.sum" "$here/build.sh" ;;
     helm) printf '%s\n' "$HELM_VERSION" && cat "$here/build.sh" ;;
+    kube-router) printf '%s\n' "$KUBE_ROUTER_VERSION" && cat "$here/build.sh" ;;
+    coredns) printf '%s\n' "$COREDNS_VERSION" && cat "$here/build.sh" ;;
   esac | sha256sum | cut -d' ' -f1
 }
 
@@ -105,24 +124,16 @@ with_lock() {
   fi
 }
 
-build_k8s() {
-  local stamp="$k8s_dir/.stamp"
-  if up_to_date k8s "$stamp" "$k8s_bin/kube-apiserver" "$k8s_bin/kube-controller-manager" "$k8s_bin/etcd"; then
-    return 0
-  fi
-  need_go
-  grep -qE "^[[:space:]]*(require[[:space:]]+)?k8s\.io/kubernetes $K8S_VERSION( // indirect)?\$" "$here/go.mod" ||
-    die "go.mod does not require k8s.io/kubernetes $K8S_VERSION: run test/k8s-bin/gen-replaces.sh"
-
+# The -ldflags of the release build: the version a binary reports (`--version`, /version) and
+# that clients send in their User-Agent.
+k8s_ldflags() {
   [[ $K8S_VERSION =~ ^v([0-9]+)\.([0-9]+)\. ]] || die "bad K8S_VERSION '$K8S_VERSION'"
   local major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
-  local build_date etcd_version
+  local build_date
   # The release's publication time rather than now: the same inputs give the
   # same ldflags, so Go's cache can reuse the linked binaries.
   build_date=$(cd "$here" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
   [[ -n $build_date ]] || build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-
   local -a ldflags=(-s -w)
   local pkg
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -135,24 +146,86 @@ build_k8s() {
       "-X=$pkg.buildDate=$build_date"
     )
   done
-  # Same build tags as the upstream release build (hack/lib/golang.sh).
-  local -a goflags=(-p "$parallel" -trimpath -buildvcs=false "-tags=selinux,notest,grpcnotrace")
+  echo "${ldflags[*]}"
+}
+
+# Same build tags as the upstream release build (hack/lib/golang.sh).
+k8s_goflags=(-trimpath -buildvcs=false "-tags=selinux,notest,grpcnotrace")
+
+check_wrapper_module() {
+  grep -qE "^[[:space:]]*(require[[:space:]]+)?k8s\.io/kubernetes $K8S_VERSION( // indirect)?\$" "$here/go.mod" ||
+    die "go.mod does not require k8s.io/kubernetes $K8S_VERSION: run test/k8s-bin/gen-replaces.sh"
+}
+
+build_k8s() {
+  local stamp="$k8s_dir/.stamp"
+  if up_to_date k8s "$stamp" "$k8s_bin/kube-apiserver" "$k8s_bin/kube-controller-manager" "$k8s_bin/etcd"; then
+    return 0
+  fi
+  need_go
+  check_wrapper_module
+  local ldflags etcd_version
+  ldflags=$(k8s_ldflags)
+  etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 
   local out="$k8s_dir/bin.tmp"
   rm -rf "$out"
   mkdir -p "$out"
   local t0=$SECONDS
   log "building kube-apiserver and kube-controller-manager $K8S_VERSION (a cold build takes long on 2 cores)"
-  (cd "$here" && CGO_ENABLED=0 go build "${goflags[@]}" -ldflags="${ldflags[*]}" -o "$out/" \
+  (cd "$here" && CGO_ENABLED=0 go build -p "$parallel" "${k8s_goflags[@]}" -ldflags="$ldflags" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
   log "building etcd $etcd_version (the version $K8S_VERSION pins)"
-  (cd "$here" && CGO_ENABLED=0 go build "${goflags[@]}" -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+  (cd "$here" && CGO_ENABLED=0 go build -p "$parallel" "${k8s_goflags[@]}" -ldflags="-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 
   rm -rf "$k8s_bin"
   mv "$out" "$k8s_bin"
   printf 'ETCD_VERSION=%s\n' "$etcd_version" >"$k8s_dir/build.env"
   inputs_hash k8s >"$stamp"
   log "kubernetes binaries ready in $k8s_bin ($((SECONDS - t0)) s)"
+}
+
+# What a node of the cluster tier adds to the control plane, from the same wrapper module.
+build_cluster_k8s() {
+  local stamp="$k8s_dir/.cluster-stamp"
+  if up_to_date cluster "$stamp" "$cluster_bin/kube-scheduler" "$cluster_bin/kubelet" "$cluster_bin/kube-proxy"; then
+    return 0
+  fi
+  need_go
+  check_wrapper_module
+  local ldflags out="$cluster_bin.tmp" t0=$SECONDS
+  ldflags=$(k8s_ldflags)
+  rm -rf "$out"
+  mkdir -p "$out"
+  log "building kube-scheduler, kubelet and kube-proxy $K8S_VERSION"
+  (cd "$here" && CGO_ENABLED=0 go build -p "$parallel" "${k8s_goflags[@]}" -ldflags="$ldflags" -o "$out/" \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+  rm -rf "$cluster_bin"
+  mv "$out" "$cluster_bin"
+  inputs_hash cluster >"$stamp"
+  log "node binaries ready in $cluster_bin ($((SECONDS - t0)) s)"
+}
+
+# `go install <package>@<version>` outside any module: that module's own go.mod and go.sum decide every
+# dependency (checked against the checksum database). $1 part, $2 package@version, $3 output directory,
+# $4 extra -ldflags (the version the program reports, as its own release build sets it).
+go_install() {
+  local part=$1 pkg=$2 bin=$3 ldflags=${4:-}
+  local name=${pkg%@*}
+  name=${name##*/}
+  if up_to_date "$part" "$bin/../.stamp" "$bin/$name"; then
+    return 0
+  fi
+  need_go
+  local tmp t0=$SECONDS
+  tmp=$(mktemp -d)
+  log "building $pkg"
+  (cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp/bin" go install -p "$parallel" -trimpath -buildvcs=false -ldflags="-s -w $ldflags" "$pkg")
+  mkdir -p "$bin"
+  mv -f "$tmp/bin/$name" "$bin/$name"
+  rm -rf "$tmp"
+  inputs_hash "$part" >"$bin/../.stamp"
+  log "$name ready in $bin ($((SECONDS - t0)) s)"
 }
 
 build_helm() {
@@ -215,7 +288,34 @@ EOF
   fi
 }
 
+write_cluster_env() {
+  local content
+  content=$(
+    cat <<EOF
+# Written by test/k8s-bin/build.sh --cluster (make cluster-bin); do not edit.
+KUBE_ROUTER_VERSION=$KUBE_ROUTER_VERSION
+COREDNS_VERSION=$COREDNS_VERSION
+KUBE_SCHEDULER=$cluster_bin/kube-scheduler
+KUBELET=$cluster_bin/kubelet
+KUBE_PROXY=$cluster_bin/kube-proxy
+KUBE_ROUTER=$kube_router_bin/kube-router
+COREDNS=$coredns_bin/coredns
+EOF
+  )
+  if [[ ! -f $cluster_env || "$(cat "$cluster_env")" != "$content" ]]; then
+    printf '%s\n' "$content" >"$cluster_env.tmp"
+    mv -f "$cluster_env.tmp" "$cluster_env"
+  fi
+}
+
 with_lock
 build_k8s
 build_helm
 write_current_env
+if [[ -n $cluster ]]; then
+  build_cluster_k8s
+  go_install kube-router "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION" "$kube_router_bin" \
+    "-X=github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION"
+  go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" "$coredns_bin"
+  write_cluster_env
+fi
