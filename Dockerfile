@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for both programs: `blockfeed serve` (api-server) and `blockfeed controller`.
 # Node 24 runs the TypeScript sources directly (type stripping): there is no build step, only the
-# production dependencies. Build: docker build -t blockfeed:dev .   (make e2e-kind does this for kind)
+# production dependencies. Build: docker build -t blockfeed:dev .   (make e2e-kind does this for kind; make
+# cluster-images builds this same file with buildah, without Docker, for the cluster tier)
 
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app

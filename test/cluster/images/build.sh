@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Builds the images the cluster tier runs, without Docker and without a registry, with Debian's buildah, and
+# writes each as a docker archive for `ctr images import`:
+#
+#   .cache/cluster/images/{blockfeed,postgresql,busybox,pause}.tar
+#
+# blockfeed is the repository's own Dockerfile, unchanged. The base images it and the others name cannot be
+# pulled here, so stand-ins are made first under the same names (see images.env): debian:bookworm-slim from
+# Debian's packages (mmdebstrap), then node:<major>-bookworm-slim with the project's Node (from the npm
+# registry, scripts/ensure-node.sh) and npm. Every RUN step uses the host's network (apt, npm).
+#
+# A stamp per image records a hash of its inputs (its directory here, images.env, this script, the Dockerfile
+# and files of the repository for blockfeed, its base's stamp): an unchanged image is not rebuilt, and a
+# second run with nothing changed takes about 3 seconds. buildah keeps its store in .cache/cluster/buildah
+# and reuses unchanged layers (a source change rebuilds only the layers after `npm ci`).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+out="$root/.cache/cluster/images"
+store="$root/.cache/cluster/buildah"
+# shellcheck source=images.env disable=SC1091
+. "$here/images.env"
+
+log() { echo "cluster-images: $*" >&2; }
+die() {
+  echo "cluster-images: error: $*" >&2
+  exit 1
+}
+
+for tool in buildah mmdebstrap busybox npm; do
+  command -v "$tool" >/dev/null || die "$tool not found: run .ci/system-deps --cluster"
+done
+busybox=$(command -v busybox)
+ldd "$busybox" >/dev/null 2>&1 && die "$busybox is linked dynamically: install busybox-static (.ci/system-deps --cluster)"
+buildah() { command buildah --root "$store/root" --runroot "$store/run" --storage-driver overlay "$@"; }
+
+# The base the repository's Dockerfile names (its first FROM), and the Node major version in that name.
+node_image=$(awk 'toupper($1) == "FROM" { print $2; exit }' "$root/Dockerfile")
+[[ $node_image =~ ^node:([0-9]+)-$DEBIAN_SUITE-slim$ ]] ||
+  die "the Dockerfile's base $node_image is not node:<major>-$DEBIAN_SUITE-slim: teach build.sh to make that stand-in"
+node_major=${BASH_REMATCH[1]}
+node_image=docker.io/library/$node_image
+
+mkdir -p "$out"
+exec 9>"$out/.lock"
+flock 9
+
+# Hash of the files named (directories: every file below them), with images.env and this script.
+inputs_hash() {
+  local -a files
+  mapfile -t files < <(find "$@" -type f ! -name '*.test.ts' | LC_ALL=C sort)
+  # Names relative to the repository or the scratch directory: where a context was put does not count.
+  { cat "$here/images.env" "$here/build.sh"; printf '%s\n' "$node_image" "${files[@]#"$work/"}" | sed "s|^$root/||"; cat "${files[@]}"; } |
+    sha256sum | cut -d' ' -f1
+}
+stamp_of() { cat "$out/$1.stamp" 2>/dev/null || true; }
+
+# build <name> <image ref> <context dir> <Dockerfile> <stamp inputs...>: buildah bud when the inputs changed
+# (--force-rm: a failed step leaves no working container, and no mount, behind).
+build() {
+  local name=$1 ref=$2 context=$3 dockerfile=$4 hash t0=$SECONDS
+  hash=$(inputs_hash "${@:5}")
+  if [[ $(stamp_of "$name") == "$hash" ]] && buildah inspect --type image "$ref" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "building $ref"
+  buildah bud --pull=never --network=host --layers --force-rm -f "$dockerfile" -t "$ref" "$context" >"$out/$name.log" 2>&1 ||
+    die "building $ref failed:$(printf '\n')$(tail -n 30 "$out/$name.log")"
+  echo "$hash" >"$out/$name.stamp"
+  log "$ref built ($((SECONDS - t0)) s)"
+}
+
+# export <name> <image ref>: the docker archive the cluster imports, rewritten only when the image changed.
+export_archive() {
+  local name=$1 ref=$2 id
+  id=$(buildah inspect --type image --format '{{.FromImageID}}' "$ref")
+  [[ -f $out/$name.tar && $(cat "$out/$name.tar.id" 2>/dev/null) == "$id" ]] && return 0
+  rm -f "$out/$name.tar"
+  buildah push --quiet "$ref" "docker-archive:$out/$name.tar:$ref" >/dev/null
+  echo "$id" >"$out/$name.tar.id"
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# debian:bookworm-slim: the root filesystem is the slow part (~150 MB of packages), so it is kept.
+rootfs="$store/rootfs-$DEBIAN_SUITE.tar"
+rootfs_hash=$(inputs_hash "$here/debian")
+if [[ ! -f $rootfs || $(stamp_of rootfs) != "$rootfs_hash" ]]; then
+  log "making a Debian $DEBIAN_SUITE root filesystem with mmdebstrap"
+  t0=$SECONDS
+  mkdir -p "$store"
+  mmdebstrap --quiet --variant=minbase --include=ca-certificates --format=tar \
+    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/info/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc-base/*' \
+    "$DEBIAN_SUITE" "$rootfs.tmp" \
+    "deb http://deb.debian.org/debian $DEBIAN_SUITE main" \
+    "deb http://deb.debian.org/debian $DEBIAN_SUITE-updates main" \
+    "deb http://deb.debian.org/debian-security $DEBIAN_SUITE-security main"
+  mv "$rootfs.tmp" "$rootfs"
+  echo "$rootfs_hash" >"$out/rootfs.stamp"
+  log "root filesystem ready ($((SECONDS - t0)) s)"
+fi
+mkdir -p "$work/debian"
+cp "$here/debian/Dockerfile" "$work/debian/"
+ln "$rootfs" "$work/debian/rootfs.tar" 2>/dev/null || cp "$rootfs" "$work/debian/rootfs.tar"
+build debian "$DEBIAN_IMAGE" "$work/debian" "$work/debian/Dockerfile" "$here/debian" "$out/rootfs.stamp"
+
+# node:<major>-bookworm-slim with the project's Node (the same version the repository's tools run on).
+node_home=$(BLOCKFEED_FORCE_LOCAL_NODE=1 "$root/scripts/ensure-node.sh")
+[[ $("$node_home/bin/node" --version) == v$node_major.* ]] ||
+  die "the project's Node ($("$node_home/bin/node" --version)) is not the $node_major.x the Dockerfile's base names"
+mkdir -p "$work/node/ca-certificates"
+cp "$here/node/Dockerfile" "$work/node/"
+cp "$node_home/bin/node" "$work/node/node"
+find /usr/local/share/ca-certificates -name '*.crt' -exec cp {} "$work/node/ca-certificates/" \; 2>/dev/null || true
+if [[ ! -f $store/npm-$NPM_VERSION.tgz ]]; then
+  (cd "$work" && npm pack --silent "npm@$NPM_VERSION" >/dev/null && mv "npm-$NPM_VERSION.tgz" "$store/")
+fi
+cp "$store/npm-$NPM_VERSION.tgz" "$work/node/npm.tgz"
+build node "$node_image" "$work/node" "$work/node/Dockerfile" "$work/node" "$out/debian.stamp"
+
+# The repository's Dockerfile, its context the repository (its .dockerignore decides what goes in).
+build blockfeed "$BLOCKFEED_IMAGE" "$root" "$root/Dockerfile" \
+  "$root/Dockerfile" "$root/.dockerignore" "$root/package.json" "$root/package-lock.json" \
+  "$root/bin" "$root/common" "$root/api-server" "$root/controller" "$root/data" "$out/node.stamp"
+export_archive blockfeed "$BLOCKFEED_IMAGE"
+
+build postgresql "$POSTGRESQL_IMAGE" "$here/postgresql" "$here/postgresql/Dockerfile" "$here/postgresql" "$out/debian.stamp"
+export_archive postgresql "$POSTGRESQL_IMAGE"
+
+for name in busybox pause; do
+  mkdir -p "$work/$name"
+  cp "$here/$name/Dockerfile" "$work/$name/"
+  cp "$busybox" "$work/$name/busybox"
+done
+build busybox "$BUSYBOX_IMAGE" "$work/busybox" "$work/busybox/Dockerfile" "$work/busybox"
+export_archive busybox "$BUSYBOX_IMAGE"
+build pause "$PAUSE_IMAGE" "$work/pause" "$work/pause/Dockerfile" "$work/pause"
+export_archive pause "$PAUSE_IMAGE"
+
+# Layers no image refers to any more (an old blockfeed build's, say).
+buildah rmi --prune >/dev/null 2>&1 || true
+log "images ready in $out"
