@@ -15,6 +15,7 @@ export npm_config_update_notifier := false
 export npm_config_fund := false
 
 -include mk/k8s.mk
+-include mk/cluster.mk
 
 .PHONY: help run deps system-deps typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
 
@@ -54,9 +55,10 @@ test-k8s: deps system-deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-ap
 test-browser: deps system-deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
 	npx vitest run --project browser
 
-test: deps system-deps k8s-bin k8s-crds ## everything CI runs: typecheck, lint, every test tier (installs the Debian tools and builds the k8s binaries once)
+test: deps system-deps k8s-bin k8s-crds cluster-bin cluster-images ## everything CI runs: typecheck, lint, every test tier, the cluster tier last (installs and builds what they run once)
 	$(MAKE) --no-print-directory typecheck lint
-	npx vitest run
+	npx vitest run --project '!cluster'
+	npx vitest run --project cluster
 
 check: typecheck lint ## static checks only
 
@@ -74,26 +76,6 @@ bench-web: deps bench-deps ## Lighthouse performance and accessibility of the ho
 
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
-
-# --- Kubernetes test control plane for people (same harness as the k8s test tier) ---------------------
-DEV_CLUSTER_DIR := .cache/dev-cluster
-.PHONY: dev-cluster dev-cluster-down
-dev-cluster: deps k8s-bin k8s-crds ## start etcd + kube-apiserver + kube-controller-manager on loopback, print KUBECONFIG
-	@mkdir -p $(DEV_CLUSTER_DIR)
-	@if [ -f $(DEV_CLUSTER_DIR)/pid ] && kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; then \
-	  echo "export KUBECONFIG=$$(cat $(DEV_CLUSTER_DIR)/kubeconfig-path)"; exit 0; fi
-	@rm -f $(DEV_CLUSTER_DIR)/kubeconfig-path
-	@nohup node test/support/dev-cluster.ts > $(DEV_CLUSTER_DIR)/log 2>&1 & echo $$! > $(DEV_CLUSTER_DIR)/pid
-	@for i in $$(seq 1 600); do \
-	  [ -s $(DEV_CLUSTER_DIR)/kubeconfig-path ] && break; \
-	  kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null || { cat $(DEV_CLUSTER_DIR)/log; exit 1; }; sleep 0.2; done
-	@echo "# control plane running (pid $$(cat $(DEV_CLUSTER_DIR)/pid)); stop it with: make dev-cluster-down"
-	@echo "export KUBECONFIG=$$(cat $(DEV_CLUSTER_DIR)/kubeconfig-path)"
-
-dev-cluster-down: ## stop the control plane started by make dev-cluster
-	@if [ -f $(DEV_CLUSTER_DIR)/pid ]; then kill $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null || true; \
-	  while kill -0 $$(cat $(DEV_CLUSTER_DIR)/pid) 2>/dev/null; do sleep 0.2; done; rm -f $(DEV_CLUSTER_DIR)/pid; echo stopped; \
-	else echo "no dev cluster running"; fi
 
 crds: ## regenerate crds/ from controller/api/v1alpha1.ts (and the chart's copy)
 	node controller/api/generate-crd.ts

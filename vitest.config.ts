@@ -1,7 +1,7 @@
-// Test tiers (see DESIGN.md "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
+// Test tiers (README "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
 // sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager; browser = the website in a real
-// Chromium. `vitest run` runs them all. Every tier first checks that the system tools its tests run are
-// installed (test/support/system-tools.ts).
+// Chromium; cluster = a real node with pods and packets. `vitest run` runs them all. Every tier first checks
+// that the system tools its tests run are installed (test/support/system-tools.ts).
 import { defineConfig } from 'vitest/config';
 
 const TOOLS = 'test/support/system-tools.ts';
@@ -67,6 +67,21 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        // The chart on a real single-node cluster (kubelet, containerd, kube-proxy, kube-router) with packets
+        // from network namespaces; it starts its cluster itself. After the other groups (groupOrder), but with
+        // one worker (2 cores) vitest runs the default group's files last: `make test` runs this project on
+        // its own afterwards.
+        test: {
+          name: 'cluster',
+          include: ['test/cluster/**/*.test.ts'],
+          globalSetup: [TOOLS],
+          sequence: { groupOrder: 3 },
+          fileParallelism: false,
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
         },
       },
       {

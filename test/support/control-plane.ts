@@ -5,6 +5,9 @@
 //
 // Every process is started under `setpriv --pdeathsig KILL`, so the kernel kills it when the process that
 // started it dies, even by SIGKILL: a crashed test run leaves no orphans.
+//
+// The cluster tier runs the same control plane inside its node's namespaces (`node`, see cluster.ts), where
+// kubelets and pods can reach it, and adds kube-scheduler and every default controller.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile, readFile } from 'node:fs/promises';
@@ -17,6 +20,7 @@ import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from 
 import { parseAllDocuments } from 'yaml';
 import { enforcementPointCrdDir } from '../k8s-crds/enforcement-points.ts';
 import { freePort } from './cli.ts';
+import type { Namespaces } from './namespaces.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -27,37 +31,52 @@ export interface K8sBinaries {
   helm?: string;
 }
 
-/** Reads the binary paths written by `make k8s-bin`; a clear error when they have not been built. */
-export function k8sBinaries(root = REPO_ROOT): K8sBinaries {
-  const file = path.join(root, '.cache/k8s/current.env');
-  if (!existsSync(file)) throw new Error(`${file} not found: run \`make k8s-bin\` to build the Kubernetes test binaries`);
-  const env = Object.fromEntries(
+/** KEY=value lines (comments and blank lines skipped), as the build scripts write them. */
+export function readEnvFile(file: string): Record<string, string> {
+  return Object.fromEntries(
     readFileSync(file, 'utf8')
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#') && l.includes('='))
       .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).replace(/^"|"$/g, '')]),
   );
-  const need = (k: string) => {
+}
+
+/**
+ * The paths of built programs listed in a file a build step writes; a clear error naming `target` when the file
+ * or a program is missing.
+ */
+export function builtPrograms<K extends string>(file: string, target: string, keys: readonly K[]): Record<K, string> {
+  if (!existsSync(file)) throw new Error(`${file} not found: run \`${target}\``);
+  const env = readEnvFile(file);
+  const need = (k: K) => {
     const v = env[k];
-    if (!v || !existsSync(v)) throw new Error(`${file}: ${k} missing or not built (${v ?? 'unset'}); run \`make k8s-bin\``);
+    if (!v || !existsSync(v)) throw new Error(`${file}: ${k} missing or not built (${v ?? 'unset'}); run \`${target}\``);
     return v;
   };
-  return { etcd: need('ETCD'), kubeApiserver: need('KUBE_APISERVER'), kubeControllerManager: need('KUBE_CONTROLLER_MANAGER'), helm: env.HELM };
+  return Object.fromEntries(keys.map((k) => [k, need(k)])) as Record<K, string>;
+}
+
+/** Reads the binary paths written by `make k8s-bin`; a clear error when they have not been built. */
+export function k8sBinaries(root = REPO_ROOT): K8sBinaries {
+  const file = path.join(root, '.cache/k8s/current.env');
+  const bins = builtPrograms(file, 'make k8s-bin', ['ETCD', 'KUBE_APISERVER', 'KUBE_CONTROLLER_MANAGER']);
+  return { etcd: bins.ETCD, kubeApiserver: bins.KUBE_APISERVER, kubeControllerManager: bins.KUBE_CONTROLLER_MANAGER, helm: readEnvFile(file).HELM };
 }
 
 function openssl(args: string[], cwd: string): void {
   execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
-/** Issues a client certificate signed by the control plane's CA. */
-function issueCert(dir: string, name: string, subject: string, extensions: string): void {
+/** Issues a certificate signed by the control plane's CA, as `<name>.crt` and `<name>.key` in `dir`. */
+export function issueCert(dir: string, name: string, subject: string, extensions: string): void {
   openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], dir);
   execFileSync('sh', ['-c', `printf '%s\\n' "$EXT" > ${name}.ext`], { cwd: dir, env: { ...process.env, EXT: extensions } });
   openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-out', `${name}.crt`, '-extfile', `${name}.ext`], dir);
 }
 
-function kubeconfigYaml(server: string, dir: string, user: string): string {
+/** A kubeconfig for the client certificate `<user>.crt` / `<user>.key` in `dir`. */
+export function kubeconfigYaml(server: string, dir: string, user: string): string {
   return [
     'apiVersion: v1',
     'kind: Config',
@@ -95,14 +114,37 @@ export interface ControlPlaneOptions {
   enforcementPoints?: boolean;
   /** Start kube-controller-manager too (default true). */
   controllerManager?: boolean;
+  /** Run inside a node's namespaces, as the control plane of a cluster with a kubelet (default: loopback). */
+  node?: NodeHost;
+  /** Where its directory is made (default: the system's temporary directory). */
+  parentDir?: string;
   log?: (line: string) => void;
+}
+
+/** Where a cluster's control plane runs: the node's namespaces and addresses (cluster.ts). */
+export interface NodeHost {
+  namespaces: Namespaces;
+  /** The node's address: the apiserver binds and advertises it (the `kubernetes` Service's endpoint). */
+  address: string;
+  serviceCidr: string;
+  /** The first address of serviceCidr, the `kubernetes` Service, in the apiserver's certificate. */
+  apiServiceAddress: string;
+  /** kube-scheduler's binary. */
+  kubeScheduler: string;
+  /** A port on this process's loopback that reaches host:port inside the node. */
+  reach(host: string, port: number): Promise<number>;
 }
 
 export interface ControlPlane {
   readonly dir: string;
+  /** The apiserver's URL from this process (through a forwarded port when it runs in a node). */
   readonly server: string;
+  /** The apiserver's URL inside the node (for kubelets and pods); `server` without a node. */
+  readonly nodeServer: string;
   /** Admin kubeconfig (system:masters). */
   readonly kubeconfigPath: string;
+  /** The same for programs inside the node (nodeServer); kubeconfigPath without a node. */
+  readonly nodeKubeconfigPath: string;
   readonly startMs: number;
   /** A kubeconfig for a user with a client certificate and no rights beyond what RBAC grants it. */
   userKubeconfig(user: string, groups?: string[]): Promise<string>;
@@ -115,9 +157,11 @@ interface Proc {
   output: () => string;
 }
 
-function startProcess(name: string, bin: string, args: string[], dir: string): Proc {
+/** Starts `bin`, in a node's namespaces when given. */
+function startProcess(name: string, bin: string, args: string[], dir: string, inside?: Namespaces): Proc {
+  const [command, argv] = inside ? inside.command(bin, args) : [bin, args];
   // setpriv --pdeathsig: the kernel SIGKILLs the process when its parent (this Node process) dies.
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', command, ...argv], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => (out = (out + d.toString()).slice(-20_000));
   child.stdout?.on('data', keep);
@@ -239,91 +283,126 @@ export async function startControlPlane({
   crdDir = path.join(REPO_ROOT, 'crds'),
   enforcementPoints = true,
   controllerManager = true,
+  node,
+  parentDir = tmpdir(),
   log = () => undefined,
 }: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const bins = k8sBinaries();
   const crdDirs = [crdDir, ...(enforcementPoints ? [enforcementPointCrds()] : [])];
   const started = Date.now();
-  const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-k8s-'));
+  const dir = await mkdtemp(path.join(parentDir, 'blockfeed-k8s-'));
   const procs: Proc[] = [];
+  const start = (name: string, bin: string, args: string[]) => procs.push(startProcess(name, bin, args, dir, node?.namespaces));
+  // Inside a node every port is free (a network namespace of its own): the usual ones.
+  const port = async (usual: number) => (node ? usual : await freePort());
+  const reach = async (host: string, p: number) => (node ? `127.0.0.1:${await node.reach(host, p)}` : `${host}:${p}`);
   const stop = async () => {
     for (const p of [...procs].reverse()) await stopProcess(p);
     await rm(dir, { recursive: true, force: true });
   };
   try {
+    const address = node?.address ?? '127.0.0.1';
+    const serviceCidr = node?.serviceCidr ?? '10.0.0.0/24';
+    const sans = ['IP:127.0.0.1', 'DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default', 'DNS:kubernetes.default.svc', `IP:${node?.apiServiceAddress ?? '10.0.0.1'}`];
+    if (node) sans.push(`IP:${node.address}`, 'DNS:kubernetes.default.svc.cluster.local');
     // Throwaway PKI: CA, apiserver serving cert, admin client cert, service-account signing keys.
     openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=blockfeed-test-ca'], dir);
-    issueCert(dir, 'apiserver', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\nextendedKeyUsage=serverAuth');
+    issueCert(dir, 'apiserver', '/CN=kube-apiserver', `subjectAltName=${sans.join(',')}\nextendedKeyUsage=serverAuth`);
     issueCert(dir, 'admin', '/O=system:masters/CN=admin', 'extendedKeyUsage=clientAuth');
+    if (node) issueCert(dir, 'apiserver-kubelet', '/O=system:masters/CN=kube-apiserver-kubelet-client', 'extendedKeyUsage=clientAuth');
     openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
     openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
 
-    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const [etcdClient, etcdPeer, apiPort] = [await port(2379), await port(2380), await port(6443)];
     const etcdUrl = `http://127.0.0.1:${etcdClient}`;
-    procs.push(
-      startProcess('etcd', bins.etcd, [
-        `--data-dir=${path.join(dir, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-        `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ], dir),
-    );
-    await waitFor('etcd', async () => (await fetch(`${etcdUrl}/health`).then((r) => r.ok).catch(() => false)), procs, 30_000);
+    start('etcd', bins.etcd, [
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ]);
+    const etcdHealth = `http://${await reach('127.0.0.1', etcdClient)}/health`;
+    await waitFor('etcd', async () => (await fetch(etcdHealth).then((r) => r.ok).catch(() => false)), procs, 30_000);
     log(`etcd ready after ${Date.now() - started} ms`);
 
-    const server = `https://127.0.0.1:${apiPort}`;
-    procs.push(
-      startProcess('kube-apiserver', bins.kubeApiserver, [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        // The default reconciler refuses a loopback advertise address; there are no other apiservers anyway.
-        '--endpoint-reconciler-type=none',
-        `--secure-port=${apiPort}`,
-        `--cert-dir=${dir}`,
-        `--tls-cert-file=${path.join(dir, 'apiserver.crt')}`,
-        `--tls-private-key-file=${path.join(dir, 'apiserver.key')}`,
-        `--client-ca-file=${path.join(dir, 'ca.crt')}`,
-        '--authorization-mode=RBAC',
-        '--service-account-issuer=https://kubernetes.default.svc',
-        `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.0.0.0/24',
-        '--allow-privileged=true',
-        '--disable-admission-plugins=ServiceAccount',
-        '--enable-priority-and-fairness=false',
-        '--v=0',
-      ], dir),
-    );
+    const server = `https://${await reach(address, apiPort)}`;
+    const nodeServer = `https://${address}:${apiPort}`;
+    start('kube-apiserver', bins.kubeApiserver, [
+      `--etcd-servers=${etcdUrl}`,
+      `--bind-address=${address}`,
+      `--advertise-address=${address}`,
+      `--secure-port=${apiPort}`,
+      `--cert-dir=${dir}`,
+      `--tls-cert-file=${path.join(dir, 'apiserver.crt')}`,
+      `--tls-private-key-file=${path.join(dir, 'apiserver.key')}`,
+      `--client-ca-file=${path.join(dir, 'ca.crt')}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+      `--service-cluster-ip-range=${serviceCidr}`,
+      '--allow-privileged=true',
+      '--enable-priority-and-fairness=false',
+      '--v=0',
+      ...(node
+        ? [
+            // A cluster's: kubelets authorised as nodes, pods with ServiceAccount tokens, and the apiserver's
+            // own client certificate for kubelets (exec, logs).
+            '--authorization-mode=Node,RBAC',
+            '--enable-admission-plugins=NodeRestriction',
+            `--kubelet-client-certificate=${path.join(dir, 'apiserver-kubelet.crt')}`,
+            `--kubelet-client-key=${path.join(dir, 'apiserver-kubelet.key')}`,
+            '--kubelet-preferred-address-types=InternalIP',
+          ]
+        : [
+            // The default reconciler refuses a loopback advertise address; there are no other apiservers anyway.
+            '--endpoint-reconciler-type=none',
+            '--authorization-mode=RBAC',
+            '--disable-admission-plugins=ServiceAccount',
+          ]),
+    ]);
     await writeFile(path.join(dir, 'admin.kubeconfig'), kubeconfigYaml(server, dir, 'admin'));
+    // The programs inside the node reach the apiserver directly.
+    const nodeKubeconfig = path.join(dir, node ? 'admin-node.kubeconfig' : 'admin.kubeconfig');
+    if (node) await writeFile(nodeKubeconfig, kubeconfigYaml(nodeServer, dir, 'admin'));
     await waitFor('kube-apiserver /readyz', async () => (await probe(`${server}/readyz`, dir)) === 200, procs, 120_000);
     log(`kube-apiserver ready after ${Date.now() - started} ms`);
 
+    // Each component authenticates with the admin certificate and serves /healthz with a self-signed one.
+    const component = async (name: string, bin: string, usualPort: number, args: string[]) => {
+      const p = await port(usualPort);
+      start(name, bin, [
+        `--kubeconfig=${nodeKubeconfig}`,
+        `--authentication-kubeconfig=${nodeKubeconfig}`,
+        `--authorization-kubeconfig=${nodeKubeconfig}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${p}`,
+        `--cert-dir=${path.join(dir, `${name}-certs`)}`,
+        '--leader-elect=false',
+        '--v=0',
+        ...args,
+      ]);
+      const healthz = `https://${await reach('127.0.0.1', p)}/healthz`;
+      await waitFor(`${name} /healthz`, async () => (await probe(healthz, dir, false)) === 200, procs, 60_000);
+      log(`${name} ready after ${Date.now() - started} ms`);
+    };
     if (controllerManager) {
-      const kcmPort = await freePort();
-      procs.push(
-        startProcess('kube-controller-manager', bins.kubeControllerManager, [
-          `--kubeconfig=${path.join(dir, 'admin.kubeconfig')}`,
-          `--authentication-kubeconfig=${path.join(dir, 'admin.kubeconfig')}`,
-          `--authorization-kubeconfig=${path.join(dir, 'admin.kubeconfig')}`,
-          '--bind-address=127.0.0.1',
-          `--secure-port=${kcmPort}`,
-          `--cert-dir=${path.join(dir, 'kcm-certs')}`,
-          '--leader-elect=false',
-          '--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller',
-          `--service-account-private-key-file=${path.join(dir, 'sa.key')}`,
-          `--root-ca-file=${path.join(dir, 'ca.crt')}`,
-          '--use-service-account-credentials=false',
-          '--v=0',
-        ], dir),
-      );
-      await waitFor('kube-controller-manager /healthz', async () => (await probe(`https://127.0.0.1:${kcmPort}/healthz`, dir, false)) === 200, procs, 60_000);
-      log(`kube-controller-manager ready after ${Date.now() - started} ms`);
+      await component('kube-controller-manager', bins.kubeControllerManager, 10257, [
+        // A cluster gets every default controller (deployments, endpoints, volumes, ...); the k8s tier only
+        // what its tests rely on.
+        node
+          ? '--controllers=*'
+          : '--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller',
+        `--service-account-private-key-file=${path.join(dir, 'sa.key')}`,
+        `--root-ca-file=${path.join(dir, 'ca.crt')}`,
+        `--service-cluster-ip-range=${serviceCidr}`,
+        '--use-service-account-credentials=false',
+      ]);
     }
+    if (node) await component('kube-scheduler', node.kubeScheduler, 10259, []);
 
     const kc = new KubeConfig();
     kc.loadFromFile(path.join(dir, 'admin.kubeconfig'));
@@ -335,7 +414,9 @@ export async function startControlPlane({
     return {
       dir,
       server,
+      nodeServer,
       kubeconfigPath: path.join(dir, 'admin.kubeconfig'),
+      nodeKubeconfigPath: nodeKubeconfig,
       startMs,
       userKubeconfig: (user: string, groups: string[] = []) => issueUserKubeconfig(dir, server, user, groups),
       stop,

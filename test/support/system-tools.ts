@@ -7,7 +7,8 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 
 /** What each tier runs: promtool (metrics and alert rules), nginx (the nginx format), prometheus (e2e), and
- * openssl, setpriv and ps for the control plane and the processes tests start, chromium (the website). */
+ * openssl, setpriv and ps for the control plane and the processes tests start, chromium (the website), and the
+ * node, network and image tools of the cluster tier. */
 export const TOOLS_BY_TIER: Readonly<Record<string, readonly string[]>> = {
   unit: ['promtool'],
   integration: ['promtool', 'nginx'],
@@ -16,6 +17,7 @@ export const TOOLS_BY_TIER: Readonly<Record<string, readonly string[]>> = {
   chart: ['promtool'],
   e2e: ['prometheus', 'openssl', 'setpriv'],
   browser: ['chromium'],
+  cluster: ['containerd', 'runc', 'iptables', 'ipset', 'nft', 'conntrack', 'ip', 'tini', 'socat', 'curl', 'buildah'],
 };
 
 /** PATH, then the sbin directories a minimal PATH leaves out (Debian puts nginx in /usr/sbin). */
