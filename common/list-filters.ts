@@ -114,19 +114,21 @@ export function filtersOf(endpoint: ListEndpoint): FilterName[] {
 export type FilterSetting = string | number | boolean;
 
 /**
- * The query parameters that ask an endpoint for these filters, in wire form, sorted by parameter name (one
- * URL per subscription, whatever the order in its YAML). Filters the endpoint does not take are an error:
- * the CRD's CEL rules refuse them before they get here.
+ * The URL of an endpoint's list as plain text with these filters: `base` + /api/<endpoint>, the query
+ * parameters in wire form sorted by name (one URL per subscription, whatever the order in its YAML). Filters
+ * the endpoint does not take are an error: the CRD's CEL rules refuse them before they get here.
  */
-export function filterParams(endpoint: ListEndpoint, settings: Readonly<Partial<Record<FilterName, FilterSetting>>>): [string, string][] {
-  const params: [string, string][] = [];
+export function listUrl(base: string, endpoint: ListEndpoint, settings: Readonly<Partial<Record<FilterName, FilterSetting>>>): URL {
+  const params: [string, string][] = [['format', 'txt']];
   for (const [name, setting] of Object.entries(settings) as [FilterName, FilterSetting | undefined][]) {
     if (setting === undefined) continue;
     const filter: FilterSpec = LIST_FILTERS[name];
     if (!filter.endpoints.includes(endpoint)) throw new Error(`endpoint ${endpoint} does not take the filter ${name}`);
     params.push([filter.param, typeof setting === 'boolean' ? (setting ? '1' : '0') : String(setting)]);
   }
-  return params.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const url = new URL(`${base.replace(/\/+$/, '')}/api/${endpoint}`);
+  for (const [name, value] of params.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) url.searchParams.append(name, value);
+  return url;
 }
 
 // --- The same table as types: what a validated query of an endpoint holds, keyed by wire name. -------------

@@ -2,7 +2,7 @@
 // time and size. The API key travels only in the X-API-Key header, never in the URL (URLs end up in logs).
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { filterParams } from '../common/list-filters.ts';
+import { listUrl } from '../common/list-filters.ts';
 import type { BlocklistSubscriptionSpec } from './api/v1alpha1.ts';
 
 type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
@@ -32,13 +32,9 @@ type PullResult = { changed: false; status: 304 } | { changed: true; etag?: stri
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
 
-/** The list URL for a feed spec: base + /api/<endpoint> + the endpoint's filters (common/list-filters.ts), format=txt. */
+/** The list URL a feed spec names (common/list-filters.ts). */
 export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
-  const url = new URL(`${feed.url.replace(/\/+$/, '')}/api/${feed.endpoint}`);
-  for (const [name, value] of [['format', 'txt'], ...filterParams(feed.endpoint, feed.filters ?? {})].sort(([a], [b]) => (a! < b! ? -1 : 1))) {
-    url.searchParams.append(name!, value!);
-  }
-  return url;
+  return listUrl(feed.url, feed.endpoint, feed.filters ?? {});
 }
 
 /**

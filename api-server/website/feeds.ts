@@ -1,13 +1,13 @@
 // The download page's feed builder (pure): a list and its filters, as the form sends them, become the feed
 // URL, a curl line and the manifests of a BlocklistSubscription and its Secret. Everything derives from the
 // one table of list filters (common/list-filters.ts): the form's values are validated by the API's own query
-// schemas, the YAML holds the filters as the CRD does, and the URL is the controller's own feedUrl() of that
-// YAML, so the three can never disagree with each other or with the API.
+// schemas, the YAML holds the filters as the CRD does, and the URL is built from that YAML's feed as the
+// controller builds it (listUrl), so the three can never disagree with each other or with the API. The
+// manifests are the CRD's own types (controller/api/): the published contract, not the controller's code.
 import { stringify } from 'yaml';
-import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, type FilterName, type FilterSetting, type ListEndpoint } from '../../common/list-filters.ts';
+import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, listUrl, type FilterName, type FilterSetting, type ListEndpoint } from '../../common/list-filters.ts';
 import type { BlocklistSubscriptionSpec } from '../../controller/api/v1alpha1.ts';
 import { API_VERSION, KIND } from '../../controller/api/v1alpha1.ts';
-import { feedUrl } from '../../controller/feed.ts';
 import { DedupParams, ExportParams, ScanExportParams } from '../http/endpoint-params.ts';
 import { parseQuery, type ParamProblem } from '../http/validate-query.ts';
 
@@ -90,7 +90,7 @@ function shellQuote(text: string): string {
 /** The feed URL, a curl line and the manifests; `key` fills the Secret and the curl line in (else placeholders). */
 export function feedSnippets(choice: FeedChoice, base: string, key?: string): FeedSnippets {
   const spec = subscriptionSpec(choice, base);
-  const url = feedUrl(spec.feed).toString();
+  const url = listUrl(spec.feed.url, spec.feed.endpoint, spec.feed.filters ?? {}).toString();
   const secret = {
     apiVersion: 'v1',
     kind: 'Secret',
