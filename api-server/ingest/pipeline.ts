@@ -57,7 +57,8 @@ export interface IngestOptions {
   /** Events per batch (one COPY). */
   batchSize?: number;
   windowLimits?: Partial<WindowLimits>;
-  onReject?: (message: string) => void;
+  /** A line that could not be read: the input's name, the line's number (from 1) and why. */
+  onReject?: (input: string, line: number, reason: string) => void;
   /** Called after every stored batch. */
   onProgress?: (stats: IngestStats) => void;
 }
@@ -162,7 +163,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
           }
         } else if ('error' in result) {
           stats.rejected++;
-          onReject?.(`${input.name}:${number}: ${result.error}`);
+          onReject?.(input.name, number, result.error);
         } else stats.skipped++;
       };
       // A line cut by a chunk boundary is put together in `carry`; every other line is read in place (a chunk

@@ -2,11 +2,14 @@
 // telescope-csv), `format` and `sensor` are query parameters as on the CLI; a bearer ingest token is
 // required (compared in constant time). Registered only when BLOCKFEED_INGEST_TOKEN is set.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import { Counter, type Registry } from 'prom-client';
+import { Type } from 'typebox';
 import { sharedEnricher } from '../enrich/enricher.ts';
-import { INPUT_FORMATS, parserFor, type InputFormat } from './parsers/index.ts';
+import { ProblemError } from '../http/problem.ts';
+import { INPUT_FORMATS, parserFor } from './parsers/index.ts';
 import { ingest } from './pipeline.ts';
 import { EventWriter } from './writer.ts';
 
@@ -21,12 +24,13 @@ interface IngestRouteOptions {
 const MAX_REPORTED = 100;
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-function problem(reply: FastifyReply, status: number, title: string, detail: string, errors?: { name: string; reason: string; allowed?: string[] }[]) {
-  return reply
-    .code(status)
-    .type('application/problem+json')
-    .send({ type: 'about:blank', title, status, detail, ...(errors ? { errors } : {}) });
-}
+const PushParams = Type.Object({
+  format: Type.Enum([...INPUT_FORMATS], { default: 'native', description: 'the log format of the body' }),
+  sensor: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'the sensor name, for logs that do not carry one' })),
+});
+
+const badRequest = (detail: string, errors: { name: string; reason: string; allowed: string }[]) =>
+  new ProblemError({ status: 400, slug: 'invalid-request', title: 'Bad Request', detail, errors });
 
 export async function ingestRoute(app: FastifyInstance, { pool, registry, token, bodyLimit = 32 * 1024 * 1024 }: IngestRouteOptions): Promise<void> {
   const expected = digest(token);
@@ -44,40 +48,37 @@ export async function ingestRoute(app: FastifyInstance, { pool, registry, token,
     (_req, body, done) => done(null, body),
   );
 
-  app.post('/internal/v1/events', { bodyLimit }, async (req, reply) => {
-    const auth = req.headers.authorization ?? '';
-    const given = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim();
-    if (!given || !timingSafeEqual(digest(given), expected)) {
-      reply.header('www-authenticate', 'Bearer realm="blockfeed-ingest"');
-      return problem(reply, 401, 'Unauthorized', given ? 'the ingest token is not valid' : 'an ingest token is required (Authorization: Bearer <token>)');
-    }
-    const query = req.query as Record<string, unknown>;
-    const format = query.format ?? 'native';
-    if (typeof format !== 'string' || !(INPUT_FORMATS as readonly string[]).includes(format)) {
-      return problem(reply, 400, 'Bad Request', `format must be one of ${INPUT_FORMATS.join(', ')}`, [
-        { name: 'format', reason: 'unknown value', allowed: [...INPUT_FORMATS] },
-      ]);
-    }
-    const sensor = typeof query.sensor === 'string' && query.sensor.trim() ? query.sensor.trim() : undefined;
+  // The token is checked before the query is validated: without it, nothing about the route is answered.
+  const authenticate = async (req: FastifyRequest) => {
+    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    if (given && timingSafeEqual(digest(given), expected)) return;
+    throw new ProblemError({
+      status: 401,
+      slug: 'unauthorized',
+      title: 'Unauthorized',
+      detail: given ? 'the ingest token is not valid' : 'an ingest token is required (Authorization: Bearer <token>)',
+      headers: { 'www-authenticate': 'Bearer realm="blockfeed-ingest"' },
+    });
+  };
+
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/internal/v1/events', { bodyLimit, onRequest: authenticate, schema: { querystring: PushParams } }, async (req) => {
+    const { format, sensor } = req.query;
     if (typeof req.body !== 'string' || req.body.trim() === '') {
-      return problem(reply, 400, 'Bad Request', 'the body must hold at least one log line', [{ name: 'body', reason: 'empty' }]);
+      throw badRequest('the body must hold at least one log line', [{ name: 'body', reason: 'empty', allowed: 'log lines of the format' }]);
     }
     writer ??= new EventWriter(pool, sharedEnricher);
     const errors: { line: number; reason: string }[] = [];
-    const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format as InputFormat, { sensor }) }], {
+    const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format, { sensor: sensor?.trim() || undefined }) }], {
       writer,
-      onReject: (message) => {
-        if (errors.length < MAX_REPORTED) {
-          const m = /^body:(\d+): (.*)$/.exec(message);
-          errors.push({ line: Number(m?.[1]), reason: m?.[2] ?? message });
-        }
+      onReject: (_input, line, reason) => {
+        if (errors.length < MAX_REPORTED) errors.push({ line, reason });
       },
     });
     nonGlobal.inc(stats.nonGlobal);
     if (stats.accepted === 0 && stats.rejected > 0) {
-      return problem(
-        reply, 400, 'Bad Request', `none of the ${stats.rejected} lines could be stored`,
-        errors.map((e) => ({ name: `body line ${e.line}`, reason: e.reason })),
+      throw badRequest(
+        `none of the ${stats.rejected} lines could be stored`,
+        errors.map((e) => ({ name: `body line ${e.line}`, reason: e.reason, allowed: `a ${format} log line` })),
       );
     }
     return {

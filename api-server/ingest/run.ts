@@ -46,8 +46,8 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<In
         batchSize: job.batchSize,
         onProgress: (stats) => post({ kind: 'progress', stats }),
         // Only what the main thread prints crosses over; the rest is counted in the stats.
-        onReject: (message) => {
-          if (++rejected <= job.printRejections) post({ kind: 'reject', message });
+        onReject: (input, line, reason) => {
+          if (++rejected <= job.printRejections) post({ kind: 'reject', message: `${input}:${line}: ${reason}` });
         },
       },
     );

@@ -71,7 +71,9 @@ describe('POST /internal/v1/events', () => {
     expect(csv.json()).toMatchObject({ inserted: 1, skipped: 1 });
     const bad = await post(app, LINES, undefined, '/internal/v1/events?format=xml');
     expect(bad.statusCode).toBe(400);
-    expect(bad.json()).toMatchObject({ errors: [{ name: 'format', allowed: ['native', 'cowrie', 'opencanary', 'telescope-csv'] }] });
+    expect(bad.headers['content-type']).toContain('application/problem+json');
+    expect(bad.json()).toMatchObject({ errors: [{ name: 'format', allowed: expect.stringMatching(/native.*cowrie.*opencanary.*telescope-csv/) as string }] });
+    expect((await post(app, LINES, {}, '/internal/v1/events?format=xml')).statusCode).toBe(401);
     const nothing = await post(app, 'garbage\n');
     expect(nothing.statusCode).toBe(400);
     expect(nothing.json()).toMatchObject({ errors: [{ name: 'body line 1' }] });
