@@ -26,15 +26,6 @@ const PORT_TO_SERVICE = new Map<number, Service>(
   Object.entries(SERVICE_PORTS).flatMap(([service, ports]) => ports.map((p) => [p, service as Service] as const)),
 );
 
-/** SERVICE_INDEX of each port's service, -1 for ports outside the vocabulary: one load per event at ingest. */
-const PORT_TO_SERVICE_INDEX = new Int8Array(65_536).fill(-1);
-for (const [port, service] of PORT_TO_SERVICE) PORT_TO_SERVICE_INDEX[port] = SERVICE_INDEX.get(service) as number;
-
-/** serviceOfPort as its SERVICE_INDEX, or -1. `port` must be an integer 0–65535. */
-export function serviceIndexOfPort(port: number): number {
-  return PORT_TO_SERVICE_INDEX[port] as number;
-}
-
 /** The service a destination port belongs to, or undefined for ports outside the vocabulary. */
 export function serviceOfPort(port: number): Service | undefined {
   return PORT_TO_SERVICE.get(port);

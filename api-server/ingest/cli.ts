@@ -4,13 +4,13 @@
 // The ingest runs in a worker thread (run.ts) with a bounded heap: a small young generation (the parse loop
 // makes garbage fast, and V8 would grow the nursery past a 300 MB peak RSS) and a capped old one, so peak
 // memory is set by design. The main thread checks the arguments, relays the worker's messages and prints.
-import { statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { Option, type Command } from 'commander';
 import { commandContext } from '../cli-context.ts';
 import { parseIntegerOption } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
-import { INPUT_FORMATS, type InputFormat } from './parsers/index.ts';
+import { INPUT_FORMATS } from './parsers/index.ts';
 import { DEFAULT_BATCH_SIZE, exitCodeOf, type IngestStats } from './pipeline.ts';
 import { createProgress } from './progress.ts';
 import type { IngestJob, IngestMessage } from './run.ts';
@@ -19,11 +19,7 @@ const MAX_PRINTED_REJECTIONS = 1000;
 /** The worker's heap: room for the modules, the enrichment tables' lookups and two batches in flight. */
 const HEAP_LIMITS = { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 256 };
 
-interface IngestFlags {
-  format: InputFormat;
-  sensor?: string;
-  batchSize: number;
-}
+type IngestFlags = Pick<IngestJob, 'format' | 'sensor' | 'batchSize'>;
 
 /** The input names ('-' for stdin) and their total size when all are regular files; refuses unreadable ones. */
 function checkInputs(files: string[]): { names: string[]; totalBytes?: number } {
@@ -34,16 +30,14 @@ function checkInputs(files: string[]): { names: string[]; totalBytes?: number } 
       totalBytes = undefined;
       continue;
     }
-    let size: number;
+    let st: Stats;
     try {
-      const st = statSync(name);
-      if (!st.isFile()) throw new UserError(`${name}: not a regular file`, 2);
-      size = st.size;
+      st = statSync(name);
     } catch (err) {
-      if (err instanceof UserError) throw err;
       throw new UserError(`${name}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, 2);
     }
-    if (totalBytes !== undefined) totalBytes += size;
+    if (!st.isFile()) throw new UserError(`${name}: not a regular file`, 2);
+    if (totalBytes !== undefined) totalBytes += st.size;
   }
   return { names, totalBytes };
 }

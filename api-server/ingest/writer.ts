@@ -359,6 +359,11 @@ function encodeNewAddress(out: BinaryCopyWriter, facts: AddressFacts, slot: numb
   out.text(x.scannerOrg);
 }
 
+function encodeAddress(out: BinaryCopyWriter, facts: AddressFacts, slot: number): void {
+  if (facts.isV4(slot)) out.inet4(facts.v4(slot));
+  else out.inet(facts.address(slot));
+}
+
 /**
  * The activity columns of an address row (ip … sensor_last), its sensors ordered in place as `addresses` keeps
  * them (local numbers become sensors.id). A function of its own, as is every loop over rows here: V8 then
@@ -366,8 +371,7 @@ function encodeNewAddress(out: BinaryCopyWriter, facts: AddressFacts, slot: numb
  */
 function encodeFacts(out: BinaryCopyWriter, facts: AddressFacts, slot: number, dbId: (local: number) => number): void {
   out.row(21);
-  if (facts.isV4(slot)) out.inet4(facts.v4(slot));
-  else out.inet(facts.address(slot));
+  encodeAddress(out, facts, slot);
   out.timestamp(facts.firstSeen[slot] as number);
   out.timestamp(facts.lastSeen[slot] as number);
   out.timestamp(orNull(facts.lastHoneypot[slot] as number));
@@ -387,8 +391,7 @@ function encodeHourly(out: BinaryCopyWriter, hourly: HourlyRows, facts: AddressF
     const slot = hourly.slot[r] as number;
     out.row(10);
     out.timestamp(hourly.hour[r] as number);
-    if (facts.isV4(slot)) out.inet4(facts.v4(slot));
-    else out.inet(facts.address(slot));
+    encodeAddress(out, facts, slot);
     out.int32(hourly.attacks[r] as number);
     out.int32(hourly.services[r] as number);
     out.int16(hourly.sources[r] as number);

@@ -4,7 +4,7 @@
 // the parser reads that line. Everything that could make the parser refuse a line is checked before any
 // session changes.
 import { parseIPv4Bytes } from '../../../../common/ipv4.ts';
-import { SERVICE_INDEX, serviceIndexOfPort } from '../../../../common/vocabulary.ts';
+import { SERVICE_INDEX, serviceOfPort } from '../../../../common/vocabulary.ts';
 import { inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
 import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';
 import { EVENTIDS, SESSION_CLOSED, packSession, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
@@ -126,7 +126,7 @@ export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: stri
       if (sessionId !== undefined) sessions.set(sessionId, session);
     }
     const port = kind[F.dst_port] !== ABSENT ? linePort : session === undefined ? -1 : (sessionPort(session) ?? -1);
-    const byPort = port >= 0 ? serviceIndexOfPort(port) : -1;
+    const byPort = SERVICE_INDEX.get(serviceOfPort(port) ?? '') ?? -1;
     out.line = line;
     out.ts = ts;
     out.src = src;
