@@ -19,7 +19,7 @@ const SCAN_EXPORT: ApiRouteConfig = { variant: 'B', access: 'key', endpoint: 'sc
 const STATS: ApiRouteConfig = { variant: 'B', access: 'public', endpoint: 'stats' };
 const RECENT: ApiRouteConfig = { variant: 'B', access: 'public', endpoint: 'recent' };
 
-export async function variantBRoutes(fastify: FastifyInstance, deps: ResponderDeps): Promise<void> {
+export async function apiKeyRoutes(fastify: FastifyInstance, deps: ResponderDeps): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/api/dedup', {
     ...deps.guard(DEDUP, '/api/dedup'),

@@ -15,8 +15,8 @@ import { routeGuard } from './guard.ts';
 import { createLimiter, pruneCounters } from './limits.ts';
 import { openApiRoute, registerOpenApi } from './openapi.ts';
 import type { ResponderDeps } from './respond.ts';
-import { variantARoutes } from './honeypot-routes.ts';
-import { variantBRoutes } from './api-key-routes.ts';
+import { honeypotRoutes } from './honeypot-routes.ts';
+import { apiKeyRoutes } from './api-key-routes.ts';
 
 interface ApiOptions {
   pool: pg.Pool;
@@ -48,7 +48,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
 
   await registerOpenApi(app, VERSION);
   const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), guard, release: VERSION, clock: clock ?? (() => new Date()) };
-  await app.register(variantARoutes, deps);
-  await app.register(variantBRoutes, deps);
+  await app.register(honeypotRoutes, deps);
+  await app.register(apiKeyRoutes, deps);
   await app.register(openApiRoute);
 }

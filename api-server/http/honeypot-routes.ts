@@ -17,7 +17,7 @@ const DEDUP: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'dedup
 const STATS: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'stats' };
 const RECENT: ApiRouteConfig = { variant: 'A', access: 'public', endpoint: 'recent' };
 
-export async function variantARoutes(fastify: FastifyInstance, deps: ResponderDeps): Promise<void> {
+export async function honeypotRoutes(fastify: FastifyInstance, deps: ResponderDeps): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const path = { dedup: '/api/honeypot/dedup', stats: '/api/honeypot/stats', recent: '/api/honeypot/recent' };
 

@@ -78,7 +78,7 @@ describe('helm template with default values', () => {
     );
   });
 
-  it('names the api Service the way DESIGN.md’s example feed URL does', () => {
+  it('names the api Service as the README’s example feed URL does', () => {
     expect(find(objs, 'Service', 'blockfeed-api').metadata.namespace).toBe('blockfeed');
   });
 
