@@ -1,11 +1,13 @@
 // An in-process api-server on a test database, listening on a real socket, with its log captured.
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import { loadConfig, type Config } from '../../api-server/config.ts';
 import { createLogger } from '../../common/logging.ts';
 import { createRegistry } from '../../common/metrics.ts';
 import { openDatabase } from '../../api-server/db/database.ts';
 import { buildServer } from '../../api-server/http/server.ts';
+import { freshDatabase, type TestDatabase } from './db.ts';
 
 export interface TestApi {
   base: string;
@@ -46,4 +48,27 @@ export async function settledStatus(url: string, headers: Record<string, string>
     if (status === wanted) break;
   }
   return status;
+}
+
+/** A fresh database and an api-server on it for the calling file or describe block, made and removed by its hooks. */
+export function apiOnFreshDatabase(overrides: Partial<Config> = {}): { readonly db: TestDatabase; readonly api: TestApi } {
+  const made: { db?: TestDatabase; api?: TestApi } = {};
+  beforeAll(async () => {
+    made.db = await freshDatabase();
+    made.api = await startApi(made.db.url, overrides);
+  });
+  afterAll(async () => {
+    await made.api?.close();
+    await made.db?.drop();
+  });
+  return {
+    get db() {
+      if (!made.db) throw new Error('the database is made in beforeAll');
+      return made.db;
+    },
+    get api() {
+      if (!made.api) throw new Error('the api-server is started in beforeAll');
+      return made.api;
+    },
+  };
 }

@@ -1,9 +1,9 @@
 // Operational surfaces of the api-server: configured cache lifetimes, and the /metrics exposition is valid for Prometheus (`promtool check metrics`, Debian's
 // prometheus package) and carries the API's own series after some traffic.
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type TestApi } from '../../support/api-server.ts';
-import { freshDatabase, type TestDatabase } from '../../support/db.ts';
+import { describe, expect, it } from 'vitest';
+import { apiOnFreshDatabase, startApi } from '../../support/api-server.ts';
+import { freshDatabase } from '../../support/db.ts';
 
 describe('configured cache lifetimes', () => {
   it('BLOCKFEED_CACHE_LIFETIMES reaches the responses', async () => {
@@ -22,22 +22,13 @@ describe('configured cache lifetimes', () => {
 });
 
 describe('api-server /metrics', () => {
-  let db: TestDatabase;
-  let api: TestApi;
-  beforeAll(async () => {
-    db = await freshDatabase();
-    api = await startApi(db.url);
-  });
-  afterAll(async () => {
-    await api.close();
-    await db.drop();
-  });
+  const server = apiOnFreshDatabase();
 
   it('is clean under promtool check metrics and names the API series', async () => {
-    await fetch(`${api.base}/api/stats`);
-    await fetch(`${api.base}/api/stats`); // a cache hit
-    await fetch(`${api.base}/api/export`); // 401: no key
-    const text = await (await fetch(`${api.base}/metrics`)).text();
+    await fetch(`${server.api.base}/api/stats`);
+    await fetch(`${server.api.base}/api/stats`); // a cache hit
+    await fetch(`${server.api.base}/api/export`); // 401: no key
+    const text = await (await fetch(`${server.api.base}/metrics`)).text();
     for (const name of ['blockfeed_http_request_duration_seconds', 'blockfeed_response_cache_lookups_total', 'process_cpu_user_seconds_total']) {
       expect(text).toContain(`# TYPE ${name} `);
     }

@@ -1,31 +1,21 @@
 // `blockfeed members` as the operator runs it, against a running api-server: approving, moving an account and
 // its keys to another tier, disabling it (its keys refused at once, its sessions gone); and the session
 // store, which keeps no usable session id.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { SessionStore } from '../../../api-server/members/sessions.ts';
 import { createMember, findMember } from '../../../api-server/members/store.ts';
-import { settledStatus, startApi, type TestApi } from '../../support/api-server.ts';
+import { apiOnFreshDatabase, settledStatus } from '../../support/api-server.ts';
 import { runCli } from '../../support/cli.ts';
-import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-const cli = (...args: string[]) => runCli(['members', ...args], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+const server = apiOnFreshDatabase();
+const cli = (...args: string[]) => runCli(['members', ...args], { DATABASE_URL: server.db.url, LOG_LEVEL: 'warn' });
 /** The CLI's one-line message on stderr (structured log lines aside). */
 const message = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
 
-beforeAll(async () => {
-  db = await freshDatabase();
-  api = await startApi(db.url);
-});
-afterAll(async () => {
-  await api?.close();
-  await db?.drop();
-});
 
 function sessionStore() {
-  return new SessionStore(db.pool, 3_600_000);
+  return new SessionStore(server.db.pool, 3_600_000);
 }
 
 function storeSession(store: SessionStore, id: string, memberId?: number): Promise<void> {
@@ -35,27 +25,27 @@ function storeSession(store: SessionStore, id: string, memberId?: number): Promi
 
 describe('blockfeed members', () => {
   it('lists, approves, moves to a tier and disables accounts, with their keys and sessions', async () => {
-    const member = await createMember(db.pool, { email: 'Customer@Example.org', passwordHash: 'x', status: 'pending' });
+    const member = await createMember(server.db.pool, { email: 'Customer@Example.org', passwordHash: 'x', status: 'pending' });
     if (!member) throw new Error('not created');
     expect(member.email).toBe('customer@example.org');
-    expect(await createMember(db.pool, { email: 'customer@example.ORG', passwordHash: 'y', status: 'pending' })).toBeUndefined();
+    expect(await createMember(server.db.pool, { email: 'customer@example.ORG', passwordHash: 'y', status: 'pending' })).toBeUndefined();
 
     expect((await cli('list')).stdout).toMatch(/^ID\s+STATUS\s+TIER\s+KEYS\s+CREATED\s+EMAIL\n1\s+pending\s+member\s+0\s+\S+Z\s+customer@example\.org\n$/);
     expect((await cli('approve', '1')).stdout).toBe('activated member 1 <customer@example.org> (was pending); it can sign in now\n');
     expect((await cli('approve', 'customer@example.org')).stdout).toBe('member 1 <customer@example.org> is already active\n');
 
-    const { key } = await createKey(db.pool, 'basic', 'script', member.id);
+    const { key } = await createKey(server.db.pool, 'basic', 'script', member.id);
     expect((await cli('set-tier', 'CUSTOMER@example.org', 'enterprise')).stdout).toBe('member 1 <customer@example.org>: tier member -> enterprise\n');
-    expect((await db.pool.query('select tier from api_keys where member_id = $1', [member.id])).rows).toEqual([{ tier: 'enterprise' }]);
-    expect((await fetch(`${api.base}/api/export`, { headers: { 'x-api-key': key } })).status).toBe(200);
+    expect((await server.db.pool.query('select tier from api_keys where member_id = $1', [member.id])).rows).toEqual([{ tier: 'enterprise' }]);
+    expect((await fetch(`${server.api.base}/api/export`, { headers: { 'x-api-key': key } })).status).toBe(200);
 
     const store = sessionStore();
     await storeSession(store, 'session-on-the-laptop', member.id);
     await storeSession(store, 'a-visitor', undefined);
     expect((await cli('disable', '1')).stdout).toBe('disabled member 1 <customer@example.org>; revoked 1 key\n');
-    expect((await findMember(db.pool, member.id))?.status).toBe('disabled');
-    expect((await db.pool.query('select member_id from web_sessions')).rows).toEqual([{ member_id: null }]);
-    expect(await settledStatus(`${api.base}/api/export`, { 'x-api-key': key }, 401)).toBe(401);
+    expect((await findMember(server.db.pool, member.id))?.status).toBe('disabled');
+    expect((await server.db.pool.query('select member_id from web_sessions')).rows).toEqual([{ member_id: null }]);
+    expect(await settledStatus(`${server.api.base}/api/export`, { 'x-api-key': key }, 401)).toBe(401);
     expect((await cli('list')).stdout).toMatch(/^1\s+disabled\s+enterprise\s+0\s/m);
   });
 
@@ -73,14 +63,14 @@ describe('the session store', () => {
   it('keeps sessions under the hash of their id, with their member, until they expire or are destroyed', async () => {
     const store = sessionStore();
     await storeSession(store, 'the-cookie-session-id', undefined);
-    const { rows } = await db.pool.query<{ id_hash: Buffer; data: unknown }>('select id_hash, data from web_sessions');
+    const { rows } = await server.db.pool.query<{ id_hash: Buffer; data: unknown }>('select id_hash, data from web_sessions');
     expect(rows.some((r) => r.id_hash.toString('utf8').includes('the-cookie-session-id') || JSON.stringify(r.data).includes('the-cookie-session-id'))).toBe(false);
     const got = await new Promise((resolve, reject) => store.get('the-cookie-session-id', (err, s) => (err ? reject(err) : resolve(s))));
     expect(got).toMatchObject({ cookie: { originalMaxAge: 3_600_000 } });
     await new Promise<void>((resolve, reject) => store.destroy('the-cookie-session-id', (err) => (err ? reject(err) : resolve())));
     expect(await new Promise((resolve, reject) => store.get('the-cookie-session-id', (err, s) => (err ? reject(err) : resolve(s))))).toBeNull();
     await storeSession(store, 'soon-expired', undefined);
-    await db.pool.query(`update web_sessions set expires_at = now() - interval '1 second'`);
+    await server.db.pool.query(`update web_sessions set expires_at = now() - interval '1 second'`);
     expect(await new Promise((resolve, reject) => store.get('soon-expired', (err, s) => (err ? reject(err) : resolve(s))))).toBeNull();
   });
 });
