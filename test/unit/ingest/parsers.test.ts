@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { eventId, requireTime, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
+import { sessionKey } from '../../../api-server/ingest/parsers/cowrie/sessions.ts';
 import { parserFor, type InputFormat } from '../../../api-server/ingest/parsers/index.ts';
 
 const sample = (name: string) => fileURLToPath(new URL(`../../../examples/sensor-logs/${name}`, import.meta.url));
@@ -147,5 +148,13 @@ describe('requireTime', () => {
   });
   it.each(['2026-13-01T00:00:00Z', '2026-11-21T02:14:07.1a2Z', 'soon', '2026-02-31T00:00:00Z', '2026-02-29T10:00:00+02:00', '2025-04-31 12:00:00', '2100-02-29T00:00:00.5Z'])('refuses %s', (text) => {
     expect(() => requireTime(text, 'ts', now)).toThrow(/ts ".*" is not an ISO 8601 time/);
+  });
+});
+
+describe('Cowrie session keys', () => {
+  it('remembers Cowrie ids as numbers and other ids as text, so no two ids share a key', () => {
+    expect(sessionKey('a1b2c3d4e5f6')).toBe(0xa1b2c3d4e5f6);
+    expect(sessionKey('00000000000a')).toBe(10);
+    for (const other of ['a', '0a', 'A1B2C3D4E5F6', 'a1b2c3d4e5f6a', 's1', '']) expect(sessionKey(other)).toBe(other);
   });
 });

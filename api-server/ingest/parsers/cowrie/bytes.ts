@@ -7,7 +7,7 @@ import { parseIPv4Bytes } from '../../../../common/ipv4.ts';
 import { SERVICE_INDEX, serviceOfPort } from '../../../../common/vocabulary.ts';
 import { inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
 import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';
-import { EVENTIDS, SESSION_CLOSED, packSession, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
+import { EVENTIDS, SESSION_CLOSED, packSession, sessionKey, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
 
 const FIELDS = ['eventid', 'session', 'protocol', 'dst_port', 'timestamp', 'src_ip', 'sensor', 'username', 'input', 'url', 'filename', 'outfile'] as const;
 const F = Object.fromEntries(FIELDS.map((name, i) => [name, i])) as Record<(typeof FIELDS)[number], number>;
@@ -57,7 +57,7 @@ export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: stri
     if (!fields.read(line, lineStart, lineEnd) || kind[F.eventid] !== STRING) return 'declined';
     const eventid = line.toString('latin1', start[F.eventid], end[F.eventid]);
     const sessionId = kind[F.session] === STRING && end[F.session] !== start[F.session]
-      ? line.toString('latin1', start[F.session], end[F.session])
+      ? sessionKey(line.toString('latin1', start[F.session], end[F.session]))
       : undefined;
     if (eventid === SESSION_CLOSED && sessionId !== undefined) sessions.delete(sessionId);
     const known = EVENTIDS.get(eventid);

@@ -10,12 +10,12 @@ import {
   type LineParser, type LineResult, type ParserOptions,
 } from '../../event.ts';
 import { cowrieBytesReader } from './bytes.ts';
-import { EVENTIDS, RecentSessions, SESSION_CLOSED, packSession, sessionPort, sessionTelnet } from './sessions.ts';
+import { EVENTIDS, RecentSessions, SESSION_CLOSED, packSession, sessionKey, sessionPort, sessionTelnet } from './sessions.ts';
 
 /** The event of one Cowrie object, or a skip; throws FieldError for a line that cannot be stored. */
 function cowrieEvent(o: Record<string, unknown>, sessions: RecentSessions, fallbackSensor: string): LineResult {
   if (typeof o.eventid !== 'string') throw new FieldError('eventid is missing');
-  const sessionId = typeof o.session === 'string' && o.session !== '' ? o.session : undefined;
+  const sessionId = typeof o.session === 'string' && o.session !== '' ? sessionKey(o.session) : undefined;
   if (o.eventid === SESSION_CLOSED && sessionId !== undefined) sessions.delete(sessionId);
   const known = EVENTIDS.get(o.eventid);
   if (known === undefined) return { skip: true };
