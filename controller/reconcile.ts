@@ -60,7 +60,8 @@ type PullOutcome =
 
 /** What every target holds after an apply. */
 interface Applied {
-  targets: { field: TargetField; outcome: TargetOutcome }[];
+  /** Per target: what this apply did, and the CIDRs the target holds after it. */
+  targets: { field: TargetField; outcome: TargetOutcome; held: { cidrs: number; objects: TargetOutcome['objects'] } }[];
   writes: number;
   problems: TargetProblem[];
 }
@@ -170,6 +171,7 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
   const inSpec = new Set(sub.spec.targets.map((t) => kindOf(t).field));
   const left = new Set((sub.status?.targets ?? []).map((t) => t.target).filter((f) => !inSpec.has(f as TargetField)));
   const cleaned = await Promise.all([...left].map((f) => kindByField(f)?.cleanup(ctx) ?? Promise.resolve(0)));
+  forgetTargetSeries(metrics, labels, [...left].flatMap((f) => kindByField(f)?.metricKind ?? []));
 
   const applyOne = async (target: BlocklistSubscription['spec']['targets'][number]) => {
     const kind = kindOf(target);
@@ -186,11 +188,18 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
       outcome = { kind: kind.metricKind, objects: [], writes: 0, problems: [{ reason, message: `${kind.field}: ${(err as Error).message}` }] };
     }
     const degraded = outcome.problems.length > 0;
+    // A list too large for the target leaves the last one in force (fail-static): the target still holds what
+    // the last status said. Any other problem means the target holds nothing of this subscription.
+    const before = sub.status?.targets?.find((t) => t.target === kind.field);
+    const keptLast = degraded && outcome.problems.every((p) => p.reason === 'TargetTooLarge');
+    const held = !degraded
+      ? { cidrs: state.list.all.length, objects: outcome.objects }
+      : keptLast ? { cidrs: before?.cidrs ?? 0, objects: before?.objects ?? [] } : { cidrs: 0, objects: outcome.objects };
     metrics.targetApply.inc({ ...labels, kind: outcome.kind, result: degraded ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
-    metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, degraded ? 0 : state.list.all.length);
+    metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, held.cidrs);
     // From the first apply on, at 0, like the pull series: increase() sees the first repair.
     metrics.driftRepairs.inc({ ...labels, kind: outcome.kind }, repair ? outcome.writes : 0);
-    return { field: kind.field, outcome };
+    return { field: kind.field, outcome, held };
   };
   const [recorded, ...settled] = await Promise.allSettled([writeRecord(ctx, state), ...sub.spec.targets.map(applyOne)]);
   for (const result of [recorded, ...settled]) if (result.status === 'rejected') throw result.reason;
@@ -208,17 +217,28 @@ function prefetch(deps: ReconcileDeps, sub: BlocklistSubscription): Prefetched {
   return prefetchOwned({ apis: deps.apis, sub, log: deps.log }, resources);
 }
 
-function targetStatuses(applied: Applied, cidrs: number): TargetStatus[] {
-  return applied.targets.map(({ field, outcome }) => {
+function targetStatuses(applied: Applied): TargetStatus[] {
+  return applied.targets.map(({ field, outcome, held }) => {
     const [first] = outcome.problems;
     return {
       target: field,
       state: first ? 'Degraded' : 'Applied',
       ...(first ? { reason: first.reason, message: outcome.problems.map((p) => p.message).join('; ') } : {}),
-      cidrs: first ? 0 : cidrs,
-      objects: outcome.objects,
+      cidrs: held.cidrs,
+      objects: held.objects,
     };
   });
+}
+
+const APPLY_RESULTS = ['written', 'unchanged', 'degraded', 'failed'] as const;
+
+/** Drops a subscription's series of these kinds of target: a target no longer applied reports nothing. */
+function forgetTargetSeries(metrics: ControllerMetrics, series: { namespace: string; name: string }, kinds: readonly string[]): void {
+  for (const kind of kinds) {
+    metrics.targetCidrs.remove({ ...series, kind });
+    metrics.driftRepairs.remove({ ...series, kind });
+    for (const result of APPLY_RESULTS) metrics.targetApply.remove({ ...series, kind, result });
+  }
 }
 
 function setCondition(conditions: Condition[], next: Omit<Condition, 'lastTransitionTime'>, now: string): Condition[] {
@@ -294,6 +314,7 @@ export async function finalize(deps: ReconcileDeps, sub: BlocklistSubscription):
   deps.applied.delete(stateKey(sub));
   deps.apis.ledger.forgetOwner(keyOf(sub));
   for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded]) m.remove(seriesOf(sub));
+  forgetTargetSeries(deps.metrics, seriesOf(sub), TARGET_KINDS.map((k) => k.metricKind));
   deps.log.info({ subscription: keyOf(sub) }, 'subscription deleted; cleaned up');
 }
 
@@ -372,7 +393,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     status.lastSuccessfulSyncTime = nowText;
     status.feedETag = state.etag;
     status.listHash = listHash(state.list);
-    status.targets = targetStatuses(applied, state.list.all.length);
+    status.targets = targetStatuses(applied);
     status.message = summary(state, applied, pulled.dropped);
     // The condition reads the same after an unchanged sync (no status write); the Event tells the two apart.
     event = { type: 'Normal', reason: pulled.changed ? 'Synced' : 'Unchanged', message: `${status.message}; ${applied.writes} written` };
@@ -442,7 +463,7 @@ export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubs
   let event: { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined;
   try {
     applied = await applyAll(deps, sub, state, true);
-    status.targets = targetStatuses(applied, state.list.all.length);
+    status.targets = targetStatuses(applied);
     if (applied.problems.length) {
       const message = applied.problems.map((p) => p.message).join('; ');
       cond('Degraded', 'True', applied.problems[0]!.reason, message);

@@ -465,7 +465,7 @@ const TargetStatus = Type.Object(
   {
     target: Type.String({ description: 'the kind of target: its field in spec.targets[]' }),
     state: StringEnum(['Applied', 'Degraded'] as const, { description: 'Applied: its objects hold the list; Degraded: they could not take it and what they held stays' }),
-    reason: Type.Optional(Type.String({ description: 'why it is Degraded: TargetTooLarge, TargetNotInstalled, TargetNotFound' })),
+    reason: Type.Optional(Type.String({ description: 'why it is Degraded: TargetTooLarge (the last list stays in force), TargetNotInstalled, TargetNotFound, TargetConflict' })),
     message: Type.Optional(Type.String({ description: 'details of what is wrong' })),
     cidrs: Type.Integer({ minimum: 0, description: 'CIDRs of the list it holds' }),
     objects: Type.Array(TargetObject, { description: 'the objects holding the list' }),

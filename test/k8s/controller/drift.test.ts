@@ -1,7 +1,8 @@
 // Drift and restarts against a real kube-apiserver (issue 21, items 7 and 8): a managed NetworkPolicy deleted
 // or emptied by hand, and a ConfigMap shard deleted, are put back within seconds without pulling the feed; a
-// controller that was killed and restarted checks every target against the list it recorded, repairs what
-// changed while it was away, again without a pull, and exposes the subscription's metrics at once. An
+// controller started again (a new instance: nothing in memory, as after kill -9; leader.test.ts kills a real
+// process) checks every target against the list it recorded, repairs what changed while it was away, again
+// without a pull, and exposes the subscription's metrics at once. An
 // unchanged scheduled resync writes no status. Repair times are printed, not asserted.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

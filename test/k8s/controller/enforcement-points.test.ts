@@ -168,9 +168,16 @@ describe.each(CASES)('the $field target', (c) => {
     await syncNow(h, home, name);
     expect(feed.answers.at(-1)).toBe(304);
     feed.lines = ['# attackers, regenerated', ...LIST];
-    await syncNow(h, home, name);
+    const sub = await syncNow(h, home, name);
     expect(feed.answers.at(-1)).toBe(200);
     expect(await versions()).toEqual(before);
+    // A scheduled resync, which no one is waiting to see: not even the status is written.
+    const syncs = h.controller.syncs;
+    h.controller.resyncAll();
+    await eventually(async () => (h.controller.syncs > syncs ? true : undefined), 30_000, 'the resync');
+    await h.controller.idle();
+    expect(await versions()).toEqual(before);
+    expect((await getSubscription(h, home, name)).metadata.resourceVersion).toBe(sub.metadata.resourceVersion);
   });
 
   it('a restarted controller reads its objects back as it wrote them: nothing rewritten', async () => {

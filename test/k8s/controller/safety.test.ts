@@ -139,6 +139,34 @@ describe('a list too large for one NetworkPolicy', () => {
       await big.stop();
     }
   });
+
+  it('keeps the last list in force when a new one outgrows the policy, and the status and gauge say so', async () => {
+    const growing = new FeedServer();
+    await growing.start();
+    try {
+      growing.lines = ['45.81.0.1', '45.81.0.3', '45.81.0.5'];
+      await applySubscription(h, ns, 'outgrown', {
+        feed: { url: growing.url, endpoint: 'export' },
+        safety: { maxEntries: 100_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+        targets: [{ networkPolicy: { namespaceSelector: { matchLabels: { 'blockfeed.dev/protect': ns } }, direction: 'Ingress' } }],
+      });
+      await eventually(async () => (condition(await getSubscription(h, ns, 'outgrown'), 'Ready')?.status === 'True' ? true : undefined), 60_000, 'Ready');
+      growing.lines = Array.from({ length: 60_000 }, (_, i) => `45.${80 + Math.floor(i / 32768)}.${Math.floor((i % 32768) / 128)}.${(i % 128) * 2}`);
+      const sub = await syncNow(h, ns, 'outgrown');
+      expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetTooLarge' });
+      expect(sub.status!.targets).toEqual([expect.objectContaining({ target: 'networkPolicy', state: 'Degraded', cidrs: 3 })]);
+      const policy = (await h.net.listNamespacedNetworkPolicy({ namespace: ns })).items.find((p) => p.metadata!.name!.includes('outgrown'));
+      expect(policy!.spec!.ingress![0]!._from!.flatMap((peer) => peer.ipBlock?.except ?? [])).toEqual(['45.81.0.1/32', '45.81.0.3/32', '45.81.0.5/32']);
+      const held = async () => (await h.metrics.targetCidrs.get()).values.find((v) => v.labels.namespace === ns && v.labels.name === 'outgrown');
+      expect((await held())?.value).toBe(3);
+
+      // Deleted, it reports nothing: no stale series of what a gone subscription held.
+      await h.custom.deleteNamespacedCustomObject({ group: 'blockfeed.dev', version: 'v1alpha1', namespace: ns, plural: 'blocklistsubscriptions', name: 'outgrown' });
+      await eventually(async () => ((await held()) === undefined ? true : undefined), 30_000, 'the per-target series removed');
+    } finally {
+      await growing.stop();
+    }
+  });
 });
 
 describe('CRD validation (CEL)', () => {
