@@ -1,9 +1,9 @@
 // Throttles of the account forms, counted in the API's PostgreSQL limiter (rate_counters, fixed windows) in
-// buckets of their own, so they hold across replicas: sign-in per account and per client address, sign-up
-// per client address. Every attempt counts before its password is checked (parallel guesses cannot slip
-// between a check and a count); a successful sign-in clears its account's count. Accounts are counted by a
-// hash of the address typed, whether or not an account has it (no enumeration, and no addresses kept in
-// the counters).
+// buckets of their own, so they hold across replicas: sign-in per account and per client address (the
+// password change's check of the current one counts per account too), sign-up per client address. Every
+// attempt counts before its password is checked (parallel guesses cannot slip between a check and a count);
+// a successful sign-in clears its account's count. Accounts are counted by a hash of the address typed,
+// whether or not an account has it (no enumeration, and no addresses kept in the counters).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { clearHits, countHit } from '../http/limits.ts';
@@ -42,6 +42,11 @@ export function admitSignIn(pool: pg.Pool, email: string, address: string, now: 
     [SIGN_IN_PER_ACCOUNT, accountSubject(email)],
     [SIGN_IN_PER_ADDRESS, address],
   ]);
+}
+
+/** A signed-in member's current password, checked before a change: guessed as at sign-in, counted alike. */
+export function admitPasswordCheck(pool: pg.Pool, email: string, now: Date): Promise<Wait> {
+  return admit(pool, now, [[SIGN_IN_PER_ACCOUNT, accountSubject(email)]]);
 }
 
 export function signInSucceeded(pool: pg.Pool, email: string, now: Date): Promise<void> {

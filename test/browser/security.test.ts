@@ -92,6 +92,24 @@ describe('member centre security', () => {
     await context.close();
   });
 
+  it('throttles guesses of the current password on the account page as it throttles sign-in', async () => {
+    await activeMember(site, 'guessed@example.org');
+    const { context, page, problems } = await openPage(site.browser);
+    await signIn(page, site.api.base, 'guessed@example.org');
+    const change = async (current: string) => {
+      await page.goto(`${site.api.base}/account`);
+      await page.locator('input[name=current]').fill(current);
+      await page.locator('input[name=password]').fill('a passphrase nobody will guess');
+      await page.locator('input[name=confirm]').fill('a passphrase nobody will guess');
+      await submit(page, page.locator('main form button[type=submit]'));
+      return textOf(page.locator('#f-current-error'));
+    };
+    for (let attempt = 1; attempt <= 5; attempt++) expect(await change(`guess number ${attempt}`)).toBe('The current password is not right.');
+    expect(await change(PASSWORD)).toMatch(/^Too many sign-in attempts\. Try again in \d+ minutes?\.$/);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it('changes the password after checking the current one, signing out every other session', async () => {
     await activeMember(site, 'rotate@example.org');
     const { context, page, problems } = await openPage(site.browser);
