@@ -1,11 +1,14 @@
 // No list, export, scan-export, recent list or statistic ever holds an address of the never-block table
 // (common/never-block.ts: RFC 6890 space that is not globally reachable), whatever was ingested. Black box:
 // events go in through the push route, answers come out of the HTTP API, in every format. A honeypot behind
-// NAT or a health check logs such sources; consumers load these lists straight into firewalls.
+// NAT or a health check logs such sources; consumers load these lists straight into firewalls. Ingest drops
+// them, so the queries' own guard (publishableSql), the second line of defence for rows that reached the
+// store some other way, is held to the same table on its own.
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NEVER_BLOCK } from '../../../common/never-block.ts';
+import { publishableSql } from '../../../api-server/query/list-sql.ts';
 import type { TestApi } from '../../support/api-server.ts';
 import type { TestDatabase } from '../../support/db.ts';
 import { startFixtureApi, stopFixtureApi } from './fixture-set.ts';
@@ -147,6 +150,20 @@ describe('non-global source addresses', () => {
         expect(stats.unique_ips).toBe(published.size);
       }),
       { numRuns: 25 },
+    );
+  });
+
+  it("are refused by the queries' own guard too, whatever the store holds (publishableSql in PostgreSQL)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(address, { minLength: 1, maxLength: 200 }), async (addresses) => {
+        const { rows } = await db.pool.query<{ a: string; publishable: boolean }>(
+          `select host(a) as a, ${publishableSql('a')} as publishable from unnest($1::inet[]) as a`,
+          [addresses],
+        );
+        expect(rows).toHaveLength(addresses.length);
+        for (const r of rows) expect(r.publishable, r.a).toBe(!neverBlock(r.a));
+      }),
+      { numRuns: 100 },
     );
   });
 });
