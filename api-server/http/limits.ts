@@ -2,6 +2,7 @@
 // PostgreSQL with one atomic UPSERT per request so every replica sees the same counters. Announced with the
 // IETF RateLimit-Policy / RateLimit header fields (draft-ietf-httpapi-ratelimit-headers).
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import type pg from 'pg';
 import type { Counter } from 'prom-client';
 import type { Caller } from './auth.ts';
@@ -15,9 +16,20 @@ export interface Policy {
   windowSeconds: number;
 }
 
+/**
+ * What a client address is limited as: an IPv4 address as itself, an IPv6 address by its /64. A subscriber
+ * gets a /64 at least, so counting single IPv6 addresses would let one client rotate past every limit.
+ */
+export function clientSubject(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address); // an IPv4-mapped IPv6 address is the IPv4 client it carries
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+}
+
 /** The policy that meters a caller on a route, or undefined when it is not limited. Pure. */
 export function policyFor(caller: Caller, route: ApiRouteConfig, clientAddress: string, anonymousPerMinute: number): Policy | undefined {
-  if (caller.kind === 'anonymous') return { name: 'anonymous', bucket: `anon:${clientAddress}`, limit: anonymousPerMinute, windowSeconds: 60 };
+  if (caller.kind === 'anonymous') return { name: 'anonymous', bucket: `anon:${clientSubject(clientAddress)}`, limit: anonymousPerMinute, windowSeconds: 60 };
   // Variant A: "subscription tokens are not limited".
   if (route.variant === 'A') return undefined;
   const q = caller.quota;

@@ -1,12 +1,12 @@
 // Throttles of the account forms, counted in the API's PostgreSQL limiter (rate_counters, fixed windows) in
 // buckets of their own, so they hold across replicas: sign-in per account and per client address (the
-// password change's check of the current one counts per account too), sign-up per client address. Every
-// attempt counts before its password is checked (parallel guesses cannot slip between a check and a count);
-// a successful sign-in clears its account's count. Accounts are counted by a hash of the address typed,
+// password change's check of the current one counts per account too), sign-up per client address, an IPv6
+// client by its /64 (clientSubject). Every attempt counts before its password is checked (parallel guesses
+// cannot slip between a check and a count); a successful sign-in clears its account's count. Accounts are counted by a hash of the address typed,
 // whether or not an account has it (no enumeration, and no addresses kept in the counters).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { clearHits, countHit } from '../http/limits.ts';
+import { clearHits, clientSubject, countHit } from '../http/limits.ts';
 
 interface Throttle {
   prefix: string;
@@ -40,7 +40,7 @@ async function admit(pool: pg.Pool, now: Date, checks: [Throttle, string][]): Pr
 export function admitSignIn(pool: pg.Pool, email: string, address: string, now: Date): Promise<Wait> {
   return admit(pool, now, [
     [SIGN_IN_PER_ACCOUNT, accountSubject(email)],
-    [SIGN_IN_PER_ADDRESS, address],
+    [SIGN_IN_PER_ADDRESS, clientSubject(address)],
   ]);
 }
 
@@ -54,5 +54,5 @@ export function signInSucceeded(pool: pg.Pool, email: string, now: Date): Promis
 }
 
 export function admitSignUp(pool: pg.Pool, address: string, now: Date): Promise<Wait> {
-  return admit(pool, now, [[SIGN_UP_PER_ADDRESS, address]]);
+  return admit(pool, now, [[SIGN_UP_PER_ADDRESS, clientSubject(address)]]);
 }

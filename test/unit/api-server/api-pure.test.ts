@@ -96,6 +96,12 @@ describe('limits', () => {
   const key = { id: 7, prefix: 'abcdefgh', name: 'n', tier: 'basic', createdAt: new Date(), revokedAt: null, memberId: null, lastUsedAt: null };
   it('anonymous per address per minute; keys by tier on B only', () => {
     expect(policyFor({ kind: 'anonymous' }, { variant: 'A', access: 'public', endpoint: 'dedup' }, '192.0.2.1', 5)).toEqual({ name: 'anonymous', bucket: 'anon:192.0.2.1', limit: 5, windowSeconds: 60 });
+    // One IPv6 client is its /64: rotating the interface identifier does not dodge the limit.
+    const v6 = (address: string) => policyFor({ kind: 'anonymous' }, { variant: 'A', access: 'public', endpoint: 'dedup' }, address, 5)?.bucket;
+    expect(v6('2001:db8:1:2::1')).toBe('anon:2001:db8:1:2::/64');
+    expect(v6('2001:db8:1:2:aaaa:bbbb:cccc:dddd')).toBe(v6('2001:db8:1:2::1'));
+    expect(v6('2001:db8:1:3::1')).not.toBe(v6('2001:db8:1:2::1'));
+    expect(v6('::ffff:192.0.2.1')).toBe('anon:192.0.2.1');
     const basic = { kind: 'key' as const, key, quota: { kind: 'daily' as const, calls: 100 } };
     expect(policyFor(basic, { variant: 'A', access: 'public', endpoint: 'dedup' }, 'x', 5)).toBeUndefined();
     const p = policyFor(basic, { variant: 'B', access: 'key', endpoint: 'export' }, 'x', 5);
