@@ -58,6 +58,13 @@ describe('member centre security', () => {
     expect(forged.status()).toBe(403);
     const { rows } = await site.db.pool.query(`select 1 from api_keys where name = 'forged'`);
     expect(rows).toEqual([]);
+    // Every form of the site, not only these two, refuses a post without its token.
+    const fields = { name: 'forged', email: 'csrf@example.org', password: 'a new passphrase here', confirm: 'a new passphrase here', current: PASSWORD };
+    for (const path of ['/sign-up', '/sign-in', '/sign-out', '/account/password', '/account/keys', '/account/keys/abcdefgh/revoke']) {
+      expect((await page.request.post(`${site.api.base}${path}`, { form: fields })).status(), path).toBe(403);
+    }
+    await page.goto(`${site.api.base}/account/keys`);
+    expect(new URL(page.url()).pathname).toBe('/account/keys'); // the refused sign-out ended nothing
     await other.close();
     await context.close();
   });
