@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_COOKIE } from '../../api-server/website/site.ts';
 import { CONTENT_SECURITY_POLICY } from '../../api-server/website/pages.ts';
 import { openPage } from '../support/browser.ts';
-import { PASSWORD, activeMember, signIn, signUp, startSite, submit, textOf, type Site } from './site.ts';
+import { PASSWORD, activeMember, inOneThrottleWindow, signIn, signUp, startSite, submit, textOf, type Site } from './site.ts';
 
 describe('member centre security', () => {
   let site: Site;
@@ -19,6 +19,7 @@ describe('member centre security', () => {
     await activeMember(site, 'victim@example.org');
     await activeMember(site, 'bystander@example.org');
     const { context, page, problems } = await openPage(site.browser);
+    await inOneThrottleWindow(60_000);
     for (let attempt = 1; attempt <= 5; attempt++) {
       await signIn(page, site.api.base, 'victim@example.org', `wrong password number ${attempt}`);
       expect(await textOf(page.getByRole('alert'))).toBe('The email address or the password is not right.');
@@ -103,6 +104,7 @@ describe('member centre security', () => {
     await activeMember(site, 'guessed@example.org');
     const { context, page, problems } = await openPage(site.browser);
     await signIn(page, site.api.base, 'guessed@example.org');
+    await inOneThrottleWindow(60_000);
     const change = async (current: string) => {
       await page.goto(`${site.api.base}/account`);
       await page.locator('input[name=current]').fill(current);

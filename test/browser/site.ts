@@ -4,6 +4,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import type { Config } from '../../api-server/config.ts';
 import { hashPassword } from '../../api-server/members/passwords.ts';
 import { activateMember, createMember, setMemberTier } from '../../api-server/members/store.ts';
+import { SIGN_IN_PER_ACCOUNT } from '../../api-server/website/throttle.ts';
 import { startApi, type TestApi } from '../support/api-server.ts';
 import { insertAddresses, type FixtureAddress } from '../support/attack-fixtures.ts';
 import { launchChromium } from '../support/browser.ts';
@@ -87,4 +88,14 @@ export async function signIn(page: Page, base: string, email: string, password =
 
 export function lines(text: string): string[] {
   return text.split('\n').filter(Boolean).sort();
+}
+
+/**
+ * Waits, when needed, until the sign-in throttle's fixed window has `marginMs` left, so that a burst of attempts
+ * falls in one window: one that straddles a quarter hour is split across two, by design, and is not throttled.
+ */
+export async function inOneThrottleWindow(marginMs = 30_000): Promise<void> {
+  const windowMs = SIGN_IN_PER_ACCOUNT.windowSeconds * 1000;
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 1000));
 }
