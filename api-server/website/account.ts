@@ -7,7 +7,7 @@ import { PASSWORD_MIN_LENGTH, hashPassword, passwordMatches } from '../members/p
 import { changePassword, findCredentials } from '../members/store.ts';
 import { sendPage } from './pages.ts';
 import { csrfCheck, FormText, memberOf, newPasswordErrors, PasswordText, requireMember, type SiteDeps } from './site.ts';
-import { admitPasswordCheck, signInSucceeded } from './throttle.ts';
+import { admitPasswordCheck, minutesOf, signInSucceeded } from './throttle.ts';
 
 const PasswordForm = Type.Object({ _csrf: FormText(200), current: PasswordText, password: PasswordText, confirm: PasswordText });
 
@@ -38,7 +38,7 @@ export async function accountRoutes(fastify: FastifyInstance, { pool, tiers, clo
     // The current password can be guessed here as at sign-in (a session left open is enough to try): the
     // account's sign-in throttle counts these attempts too.
     const wait = await admitPasswordCheck(pool, member.email, clock());
-    if (wait > 0) return accountPage(req, reply.header('retry-after', String(wait)), 429, { errors: { current: t.signIn.throttled(Math.max(1, Math.ceil(wait / 60))) } });
+    if (wait > 0) return accountPage(req, reply.header('retry-after', String(wait)), 429, { errors: { current: t.signIn.throttled(minutesOf(wait)) } });
     const stored = await findCredentials(pool, member.email);
     if (!stored || !(await passwordMatches(stored.passwordHash, req.body.current ?? ''))) errors.current = t.problems.currentPassword;
     if (Object.keys(errors).length) return accountPage(req, reply, 400, { errors });

@@ -19,7 +19,7 @@ import {
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
 import { csrfCheck, CsrfForm, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
-import { admitSignIn, admitSignUp, signInSucceeded } from './throttle.ts';
+import { admitSignIn, admitSignUp, minutesOf, signInSucceeded } from './throttle.ts';
 
 const SignUpForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, confirm: PasswordText });
 const SignInForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, next: FormText(100) });
@@ -28,8 +28,6 @@ const SignInForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), pa
 export function safeNext(next: unknown): string | undefined {
   return typeof next === 'string' && /^\/account(\/(download|keys))?$/.test(next) ? next : undefined;
 }
-
-const minutes = (seconds: number) => Math.max(1, Math.ceil(seconds / 60));
 
 export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -59,7 +57,7 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
     if (!isEmailAddress(email)) errors.email = t.problems.email;
     if (Object.keys(errors).length) return signUpForm(req, reply, 400, email, errors);
     const wait = await admitSignUp(pool, req.ip, clock());
-    if (wait > 0) return signUpForm(req, reply.header('retry-after', String(wait)), 429, email, { email: t.problems.throttledSignUp(minutes(wait)) });
+    if (wait > 0) return signUpForm(req, reply.header('retry-after', String(wait)), 429, email, { email: t.problems.throttledSignUp(minutesOf(wait)) });
 
     const passwordHash = await hashPassword(password);
     if (!deps.mailer) {
@@ -95,7 +93,7 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
     const next = safeNext(req.body.next);
     const now = clock();
     const wait = await admitSignIn(pool, email, req.ip, now);
-    if (wait > 0) return signInForm(req, reply.header('retry-after', String(wait)), 429, { email, failure: t.signIn.throttled(minutes(wait)), next });
+    if (wait > 0) return signInForm(req, reply.header('retry-after', String(wait)), 429, { email, failure: t.signIn.throttled(minutesOf(wait)), next });
     const found = await findCredentials(pool, email);
     const matches = found ? await passwordMatches(found.passwordHash, password) : await verifyAgainstDecoy(password);
     if (!found || !matches) return signInForm(req, reply, 400, { email, failure: t.signIn.failed, next });

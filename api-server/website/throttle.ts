@@ -2,8 +2,9 @@
 // buckets of their own, so they hold across replicas: sign-in per account and per client address (the
 // password change's check of the current one counts per account too), sign-up per client address, an IPv6
 // client by its /64 (clientSubject). Every attempt counts before its password is checked (parallel guesses
-// cannot slip between a check and a count); a successful sign-in clears its account's count. Accounts are counted by a hash of the address typed,
-// whether or not an account has it (no enumeration, and no addresses kept in the counters).
+// cannot slip between a check and a count); a successful sign-in clears its account's count. Accounts are
+// counted by a hash of the address typed, whether or not an account has it (no enumeration, and no addresses
+// kept in the counters).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { clearHits, clientSubject, countHit } from '../http/limits.ts';
@@ -31,6 +32,9 @@ function accountSubject(email: string): string {
 
 /** Seconds until the caller may try again, or 0 when this attempt may go ahead. */
 export type Wait = number;
+
+/** A wait in whole minutes, as the forms tell it (at least one). */
+export const minutesOf = (wait: Wait): number => Math.max(1, Math.ceil(wait / 60));
 
 async function admit(pool: pg.Pool, now: Date, checks: [Throttle, string][]): Promise<Wait> {
   const counts = await Promise.all(checks.map(([t, subject]) => countHit(pool, bucketOf(t, subject), now)));

@@ -19,7 +19,7 @@ describe('member centre security', () => {
     await activeMember(site, 'victim@example.org');
     await activeMember(site, 'bystander@example.org');
     const { context, page, problems } = await openPage(site.browser);
-    await inOneThrottleWindow(60_000);
+    await inOneThrottleWindow();
     for (let attempt = 1; attempt <= 5; attempt++) {
       await signIn(page, site.api.base, 'victim@example.org', `wrong password number ${attempt}`);
       expect(await textOf(page.getByRole('alert'))).toBe('The email address or the password is not right.');
@@ -104,7 +104,7 @@ describe('member centre security', () => {
     await activeMember(site, 'guessed@example.org');
     const { context, page, problems } = await openPage(site.browser);
     await signIn(page, site.api.base, 'guessed@example.org');
-    await inOneThrottleWindow(60_000);
+    await inOneThrottleWindow();
     const change = async (current: string) => {
       await page.goto(`${site.api.base}/account`);
       await page.locator('input[name=current]').fill(current);

@@ -94,7 +94,7 @@ export function lines(text: string): string[] {
  * Waits, when needed, until the sign-in throttle's fixed window has `marginMs` left, so that a burst of attempts
  * falls in one window: one that straddles a quarter hour is split across two, by design, and is not throttled.
  */
-export async function inOneThrottleWindow(marginMs = 30_000): Promise<void> {
+export async function inOneThrottleWindow(marginMs = 60_000): Promise<void> {
   const windowMs = SIGN_IN_PER_ACCOUNT.windowSeconds * 1000;
   const left = windowMs - (Date.now() % windowMs);
   if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 1000));
