@@ -6,7 +6,7 @@
 // the last applied list applied again, without pulling the feed (reconcile.ts).
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
-import { METADATA_ONLY, MANAGED_SELECTOR, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
+import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
 import { ledgerKey } from './ledger.ts';
 
 interface DriftOptions {
@@ -29,7 +29,7 @@ function metadataWatch(kc: KubeConfig): Watch {
     getCurrentCluster: () => kc.getCurrentCluster(),
     applySecurityAuthentication: async (ctx: RequestContext) => {
       await kc.applySecurityAuthentication(ctx);
-      ctx.setHeaderParam('Accept', METADATA_ONLY.replace('PartialObjectMetadataList', 'PartialObjectMetadata'));
+      ctx.setHeaderParam('Accept', OBJECT_METADATA_ONLY);
     },
   };
   // Watch only calls these two methods of its configuration.

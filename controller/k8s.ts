@@ -186,8 +186,9 @@ export async function apiRequest(
 
 /** Creates (POST to the collection) or replaces (PUT to the object) an object given as JSON; answers its new resourceVersion. */
 export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string, json: string): Promise<{ resourceVersion?: string }> {
-  const text = await apiRequest(apis, method, path, { json });
-  // Only the metadata is needed: the rest of the answer echoes what was sent.
+  // Only the metadata is needed: the rest would echo what was sent, which the apiserver would encode and this
+  // process parse again, a megabyte per large object.
+  const text = await apiRequest(apis, method, path, { json, accept: OBJECT_METADATA_ONLY });
   return { resourceVersion: (JSON.parse(text) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion };
 }
 
@@ -237,6 +238,9 @@ export interface ObjectMeta {
  * without downloading every large list object again.
  */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+/** The same for one object: a watch event, or the answer to a write instead of the whole object echoed back. */
+export const OBJECT_METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 /** The objects of a kind matching a label selector (metadata only); `namespace` narrows to one namespace. */
 export async function listMeta(apis: Apis, r: ResourceType, labelSelector: string, namespace?: string): Promise<ObjectMeta[]> {

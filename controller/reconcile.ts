@@ -23,9 +23,9 @@ import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, 
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
-import { TARGET_KINDS, applyTarget, kindByField, kindOf } from './targets/index.ts';
+import { TARGET_KINDS, applyTarget, kindByField, kindOf, lookupsOf } from './targets/index.ts';
 import { CONFIG_MAP } from './targets/configmap.ts';
-import { ObjectTaken, ResourceNotServed, prefetchOwned, type Prefetched } from './targets/objects.ts';
+import { ObjectTaken, ResourceNotServed, prefetchLists, type Prefetched } from './targets/objects.ts';
 import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
 export type { AppliedState } from './applied-record.ts';
@@ -211,10 +211,10 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
   };
 }
 
-/** Lists the objects the spec's targets and the record own, one request per kind of object (objects.ts). */
+/** Lists what applying reads: the objects the targets and the record own, one request per kind of object, and the targets' lookups. */
 function prefetch(deps: ReconcileDeps, sub: BlocklistSubscription): Prefetched {
-  const resources = [CONFIG_MAP, ...sub.spec.targets.flatMap((t) => kindOf(t).resources)];
-  return prefetchOwned({ apis: deps.apis, sub, log: deps.log }, resources);
+  const owned = [CONFIG_MAP, ...sub.spec.targets.flatMap((t) => kindOf(t).resources)];
+  return prefetchLists({ apis: deps.apis, sub, log: deps.log }, owned, sub.spec.targets.flatMap(lookupsOf));
 }
 
 function targetStatuses(applied: Applied): TargetStatus[] {

@@ -52,6 +52,8 @@ const NEWLINE = 10;
 const DOT = 46;
 const DIGIT_0 = 48;
 const DIGIT_9 = 57;
+/** the longest plain line: "255.255.255.255" and its newline */
+const PLAIN_LINE_MAX = 16;
 
 function unionIntervals(...lists: Intervals[]): Intervals {
   const toEntries = (iv: Intervals): Entry[] => {
@@ -98,7 +100,6 @@ export class Sanitiser {
   private readonly limits: SafetyLimits;
   private readonly dropped: Record<DropReason, number> = { invalid: 0, never_block: 0, cluster: 0, allowlist: 0, too_broad: 0 };
   private readonly examples: Partial<Record<DropReason, string[]>> = {};
-  private accepted = 0;
   /** per first octet: true when some never-block, cluster or allowlist range touches that /8 */
   private readonly octetNeedsCheck = new Uint8Array(256);
   /** the unfinished last line of the previous chunk (write()) */
@@ -141,7 +142,6 @@ export class Sanitiser {
     if (coveredBy(entry, this.allow)) return this.drop('allowlist', line);
     // Judged on the entry as published: the pieces left around a hole may be narrow, the entry was not.
     if (entry.prefix < (entry.family === 4 ? this.limits.minPrefixV4 : this.limits.minPrefixV6)) return this.drop('too_broad', line);
-    this.accepted++;
     if (v4 >= 0) this.collector.addIPv4(v4);
     else this.collector.add(entry);
   }
@@ -165,14 +165,12 @@ export class Sanitiser {
   private addIPv4(v4: number, buf: Uint8Array, start: number, e: number): void {
     // Most /8s hold no excluded range at all: one table look-up instead of three searches.
     if (this.octetNeedsCheck[Math.floor(v4 / 16777216)] === 0) {
-      this.accepted++;
       this.collector.addIPv4(v4);
       return;
     }
     if (containsIPv4(NEVER_BLOCK_INTERVALS.v4, v4)) return this.drop('never_block', utf8.decode(buf.subarray(start, e)));
     if (containsIPv4(this.cluster.v4, v4)) return this.drop('cluster', utf8.decode(buf.subarray(start, e)));
     if (containsIPv4(this.allow.v4, v4)) return this.drop('allowlist', utf8.decode(buf.subarray(start, e)));
-    this.accepted++;
     this.collector.addIPv4(v4);
   }
 
@@ -182,7 +180,7 @@ export class Sanitiser {
    * IPv6, comment, CRLF, garbage) goes through addBytes(). Call end() after the last chunk.
    */
   write(chunk: Uint8Array): void {
-    let pos = 0;
+    let i = 0;
     if (this.carry) {
       const nl = chunk.indexOf(NEWLINE);
       const head = nl === -1 ? chunk : chunk.subarray(0, nl);
@@ -194,42 +192,51 @@ export class Sanitiser {
       this.carry = undefined;
       this.lines++;
       this.addBytes(joined, 0, joined.length);
-      pos = nl + 1;
+      i = nl + 1;
     }
     const n = chunk.length;
-    let lineStart = pos;
-    let value = 0;
-    let part = 0;
-    let digits = 0;
-    let parts = 0;
-    let plain = true;
-    for (let i = pos; i < n; i++) {
-      const c = chunk[i]!;
-      if (c === NEWLINE) {
-        this.lines++;
-        if (plain && digits > 0 && parts === 3) this.addIPv4(value * 256 + part, chunk, lineStart, i);
-        else this.addBytes(chunk, lineStart, i);
-        lineStart = i + 1;
-        value = part = digits = parts = 0;
-        plain = true;
-      } else if (!plain) {
-        continue;
-      } else if (c >= DIGIT_0 && c <= DIGIT_9) {
-        // a leading zero (octal in some parsers) or an octet over 255 is not plain: addBytes() judges it
-        if (digits > 0 && part === 0) plain = false;
-        part = part * 10 + (c - DIGIT_0);
-        if (part > 255) plain = false;
-        digits++;
-      } else if (c === DOT && digits > 0 && parts < 3) {
-        value = value * 256 + part;
-        parts++;
-        part = 0;
-        digits = 0;
-      } else {
-        plain = false;
+    while (i < n) {
+      const lineStart = i;
+      // The fast path reads a line as a plain dotted quad and its newline: at most 16 bytes, all in the chunk.
+      if (n - i >= PLAIN_LINE_MAX) {
+        let address = 0;
+        let octets = 0;
+        let c = chunk[i]!;
+        for (;;) {
+          // one octet: one to three digits, no leading zero (octal to some parsers), at most 255
+          if (c < DIGIT_0 || c > DIGIT_9) break;
+          let octet = c - DIGIT_0;
+          c = chunk[++i]!;
+          if (octet !== 0 && c >= DIGIT_0 && c <= DIGIT_9) {
+            octet = octet * 10 + (c - DIGIT_0);
+            c = chunk[++i]!;
+            if (c >= DIGIT_0 && c <= DIGIT_9) {
+              octet = octet * 10 + (c - DIGIT_0);
+              c = chunk[++i]!;
+            }
+          }
+          if (octet > 255) break;
+          address = address * 256 + octet;
+          if (++octets === 4 || c !== DOT) break;
+          c = chunk[++i]!;
+        }
+        if (octets === 4 && c === NEWLINE) {
+          this.lines++;
+          this.addIPv4(address, chunk, lineStart, i);
+          i++;
+          continue;
+        }
       }
+      // Anything else, and the last few bytes of the chunk: the whole line, found by its newline.
+      const nl = chunk.indexOf(NEWLINE, i);
+      if (nl === -1) {
+        this.carry = chunk.slice(lineStart);
+        return;
+      }
+      this.lines++;
+      this.addBytes(chunk, lineStart, nl);
+      i = nl + 1;
     }
-    if (lineStart < n) this.carry = chunk.slice(lineStart);
   }
 
   /** The last line of a body written with write() (one without a final newline); answers the lines seen. */
@@ -244,7 +251,8 @@ export class Sanitiser {
 
   finish(): Sanitised {
     const set = this.collector.aggregate(this.exclude);
-    return { set, entries: this.accepted, cidrs: cidrCount(set), dropped: { ...this.dropped }, examples: this.examples };
+    // Every accepted entry went into the collector as one entry.
+    return { set, entries: this.collector.size, cidrs: cidrCount(set), dropped: { ...this.dropped }, examples: this.examples };
   }
 }
 

@@ -9,7 +9,7 @@ import { envoySecurityPolicyTarget } from './envoy-security-policy.ts';
 import { ingressNginxTarget } from './ingress-nginx.ts';
 import { istioAuthorizationPolicyTarget } from './istio-authorization-policy.ts';
 import { networkPolicyTarget } from './networkpolicy.ts';
-import type { TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
+import type { Listing, TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
 
 type AnyTargetKind = { [F in TargetField]: TargetKind<F> }[TargetField];
 
@@ -44,4 +44,10 @@ export function applyTarget(ctx: TargetContext, target: TargetSpec): Promise<Tar
   const kind = kindOf(target);
   // kindOf() found the field set: its value has the kind's own spec type.
   return (kind.apply as (ctx: TargetContext, spec: unknown) => Promise<TargetOutcome>)(ctx, target[kind.field]);
+}
+
+/** The lookups of one entry of spec.targets (TargetKind.lookups). */
+export function lookupsOf(target: TargetSpec): Listing[] {
+  const kind = kindOf(target);
+  return (kind.lookups as ((spec: unknown) => Listing[]) | undefined)?.(target[kind.field]) ?? [];
 }

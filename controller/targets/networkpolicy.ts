@@ -3,10 +3,10 @@
 // several policies or ipBlocks: their union would allow everything again. A list that does not fit one object
 // is reported, and the previous policy stays in force.
 import type { NetworkPolicyTarget } from '../api/v1alpha1.ts';
-import { labelSelectorString, listMeta, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
+import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
 import { oneObjectProblem } from './shards.ts';
-import { ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';
-import type { AppliedList, TargetContext, TargetKind, TargetOutcome } from './types.ts';
+import { lookup, ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';
+import type { AppliedList, Listing, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const NAMESPACE: ResourceType = { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false };
 const NETWORK_POLICY: ResourceType = { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true };
@@ -40,8 +40,10 @@ export function desiredPolicies(ctx: Pick<TargetContext, 'sub' | 'list'>, target
   }));
 }
 
+const selectedNamespaces = (target: NetworkPolicyTarget): Listing => ({ resource: NAMESPACE, selector: labelSelectorString(target.namespaceSelector) });
+
 async function apply(ctx: TargetContext, target: NetworkPolicyTarget): Promise<TargetOutcome> {
-  const { apis, sub, list } = ctx;
+  const { sub, list } = ctx;
   const outcome: TargetOutcome = { kind: 'NetworkPolicy', objects: [], writes: 0, problems: [] };
   const problem = oneObjectProblem(list.all, 'NetworkPolicy');
   if (problem) {
@@ -49,13 +51,12 @@ async function apply(ctx: TargetContext, target: NetworkPolicyTarget): Promise<T
     return outcome;
   }
   let desired: DesiredObject[] = [];
-  // Every namespace: policies in namespaces no longer selected are deleted. The selected namespaces are
-  // listed while the existing policies are.
+  // Every namespace: policies in namespaces no longer selected are deleted.
   const result = await syncObjects(
     ctx,
     NETWORK_POLICY,
     async () => {
-      const namespaces = await listMeta(apis, NAMESPACE, labelSelectorString(target.namespaceSelector));
+      const namespaces = await lookup(ctx, selectedNamespaces(target));
       return (desired = desiredPolicies(ctx, target, namespaces.filter((n) => !n.deletionTimestamp).map((n) => n.name)));
     },
     { selector: ownedSelector(sub) },
@@ -75,6 +76,7 @@ export const networkPolicyTarget: TargetKind<'networkPolicy'> = {
     // one policy per selected namespace; its own policies found by label across namespaces, and watched for drift
     { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
   ],
+  lookups: (target) => [selectedNamespaces(target)],
   apply,
   cleanup: (ctx) => deleteOwned(ctx, [NETWORK_POLICY], { selector: ownedSelector(ctx.sub) }),
 };

@@ -31,7 +31,7 @@ import {
 } from '../k8s.ts';
 import { ledgerKey } from '../ledger.ts';
 import { shardList } from './shards.ts';
-import type { CleanupContext, TargetContext, TargetOutcome } from './types.ts';
+import type { CleanupContext, Listing, TargetContext, TargetOutcome } from './types.ts';
 
 /** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
 export const TARGET_LABEL = 'blockfeed.dev/target';
@@ -47,7 +47,7 @@ export interface DesiredObject {
   content: Record<string, unknown>;
 }
 
-/** Every object of a subscription, by kind of object (prefetchOwned()). */
+/** Metadata-only lists started ahead of need (prefetchLists()), by listingKey(). */
 export type Prefetched = Map<string, Promise<ObjectMeta[]>>;
 
 /** Which existing objects a call owns: these labels, in one namespace or everywhere. */
@@ -129,7 +129,7 @@ function holdsDesired(current: Record<string, unknown> & { metadata?: ObjectMeta
   return includes(meta.labels, want.labels) && includes(meta.annotations, annotations) && sameJson(meta.ownerReferences ?? [], want.ownerReferences ?? []);
 }
 
-const resourceId = (r: ResourceType) => `${r.group}/${r.version}/${r.plural}`;
+const listingKey = (r: ResourceType, selector: string) => `${r.group}/${r.version}/${r.plural}?${selector}`;
 
 async function listScope(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
   try {
@@ -141,18 +141,25 @@ async function listScope(ctx: CleanupContext, resource: ResourceType, scope: Own
 }
 
 /**
- * Lists every object of the subscription of these kinds at once, to be answered before anyone asks: a sync
- * starts it while the feed is pulled, so that applying needs no list round trip of its own.
+ * Starts, at once, the lists applying will need, to be answered before anyone asks: every object of the
+ * subscription of the `owned` kinds, and the targets' lookups. A sync starts them while the feed is pulled, so
+ * that applying waits for no list round trip of its own.
  */
-export function prefetchOwned(ctx: CleanupContext, resources: readonly ResourceType[]): Prefetched {
+export function prefetchLists(ctx: CleanupContext, owned: readonly ResourceType[], lookups: readonly Listing[]): Prefetched {
   const prefetched: Prefetched = new Map();
-  for (const r of resources) {
-    if (prefetched.has(resourceId(r))) continue;
-    const listing = listScope(ctx, r, { selector: ownedSelector(ctx.sub) });
+  for (const { resource, selector } of [...owned.map((resource) => ({ resource, selector: ownedSelector(ctx.sub) })), ...lookups]) {
+    const key = listingKey(resource, selector);
+    if (prefetched.has(key)) continue;
+    const listing = listScope(ctx, resource, { selector });
     listing.catch(() => undefined); // handled by whoever awaits it; unused when the pull fails
-    prefetched.set(resourceId(r), listing);
+    prefetched.set(key, listing);
   }
   return prefetched;
+}
+
+/** The objects of a kind matching a label selector (metadata only): the prefetched answer when there is one. */
+export function lookup(ctx: CleanupContext, { resource, selector }: Listing): Promise<ObjectMeta[]> {
+  return ctx.prefetched?.get(listingKey(resource, selector)) ?? listScope(ctx, resource, { selector });
 }
 
 /** Whether an object is in a scope: our selectors are `key=value` and `key` terms, joined by commas. */
@@ -165,7 +172,7 @@ function inScope(m: ObjectMeta, scope: OwnedScope): boolean {
 }
 
 async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
-  const prefetched = ctx.prefetched?.get(resourceId(resource));
+  const prefetched = ctx.prefetched?.get(listingKey(resource, ownedSelector(ctx.sub)));
   return prefetched ? (await prefetched).filter((m) => inScope(m, scope)) : listScope(ctx, resource, scope);
 }
 

@@ -22,6 +22,12 @@ export interface TargetContext {
 
 export type CleanupContext = Omit<TargetContext, 'list'>;
 
+/** A metadata-only list of one kind of object by label selector (targets/objects.ts lookup()). */
+export interface Listing {
+  resource: ResourceType;
+  selector: string;
+}
+
 /**
  * Why a target does not hold the list; what it held before stays. Each is the Degraded condition's reason when
  * it happens: TargetTooLarge (the list is beyond what the object kind or the enforcement point takes),
@@ -60,6 +66,8 @@ export interface TargetKind<F extends TargetField = TargetField> {
   resources: readonly ResourceType[];
   /** The API calls it makes, generated into the chart's ClusterRole through rbac.ts. */
   rules: readonly V1PolicyRule[];
+  /** Lists apply() reads that do not depend on the list (lookup()): a sync starts them while the feed is pulled. */
+  lookups?(spec: NonNullable<TargetSpec[F]>): Listing[];
   apply(ctx: TargetContext, spec: NonNullable<TargetSpec[F]>): Promise<TargetOutcome>;
   /** Removes what it wrote for the subscription (it is being deleted, or the target left its spec). */
   cleanup(ctx: CleanupContext): Promise<number>;
