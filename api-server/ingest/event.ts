@@ -91,36 +91,38 @@ function daysInMonth(year: number, month: number): number {
 }
 
 /**
- * `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from its digits; NaN for any
- * other shape (requireTime then reads it the general way, and gives the same instant for this shape).
+ * The text b[from, to) as `YYYY-MM-DDTHH:MM:SS[.fraction]Z` — what Cowrie and most sensors write — read from
+ * its digits; NaN for any other shape (requireTime then reads it the general way, and gives the same instant
+ * for this shape). Every position of the shape is an ASCII digit or separator: a non-ASCII character, whose
+ * UTF-8 bytes are all above 127, fails where it stands.
  */
-export function isoUtcMs(t: string): number {
-  const n = t.length;
-  if (n < 20 || t.charCodeAt(n - 1) !== 90 /* Z */ || t.charCodeAt(10) !== 84 /* T */) return NaN;
-  if (t.charCodeAt(4) !== 45 || t.charCodeAt(7) !== 45 || t.charCodeAt(13) !== 58 || t.charCodeAt(16) !== 58) return NaN;
+export function isoUtcMs(b: Buffer, from: number, to: number): number {
+  const n = to - from;
+  if (n < 20 || b[to - 1] !== 90 /* Z */ || b[from + 10] !== 84 /* T */) return NaN;
+  if (b[from + 4] !== 45 || b[from + 7] !== 45 || b[from + 13] !== 58 || b[from + 16] !== 58) return NaN;
   let ms = 0;
   if (n > 20) {
-    if (t.charCodeAt(19) !== 46 /* . */) return NaN;
+    if (b[from + 19] !== 46 /* . */) return NaN;
     // Milliseconds: further digits are dropped, as the general way does.
-    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) ms += digitAt(t, i) * (scale >= 1 ? scale : 0);
+    for (let i = 20, scale = 100; i < n - 1; i++, scale /= 10) ms += digitAt(b, from + i) * (scale >= 1 ? scale : 0);
   }
-  const year = twoDigits(t, 0) * 100 + twoDigits(t, 2);
-  const month = twoDigits(t, 5);
-  const day = twoDigits(t, 8);
-  const hour = twoDigits(t, 11);
-  const minute = twoDigits(t, 14);
-  const second = twoDigits(t, 17);
+  const year = twoDigits(b, from) * 100 + twoDigits(b, from + 2);
+  const month = twoDigits(b, from + 5);
+  const day = twoDigits(b, from + 8);
+  const hour = twoDigits(b, from + 11);
+  const minute = twoDigits(b, from + 14);
+  const second = twoDigits(b, from + 17);
   if (!(month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
   return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
-/** The digit at t[i], or NaN. */
-function digitAt(t: string, i: number): number {
-  const d = t.charCodeAt(i) - 48;
+/** The digit at b[i], or NaN. */
+function digitAt(b: Buffer, i: number): number {
+  const d = (b[i] as number) - 48;
   return d >= 0 && d <= 9 ? d : NaN;
 }
 
-const twoDigits = (t: string, i: number) => digitAt(t, i) * 10 + digitAt(t, i + 1);
+const twoDigits = (b: Buffer, i: number) => digitAt(b, i) * 10 + digitAt(b, i + 1);
 
 // Timestamps before this, or more than a day ahead of the clock, are typos or broken sensor clocks.
 const EARLIEST = Date.UTC(2000, 0, 1);
@@ -158,7 +160,8 @@ export function requireTime(value: unknown, field: string, now = Date.now()): nu
     let text = value.trim();
     if (/^\d+(\.\d+)?$/.test(text)) ms = Math.round(Number(text) * 1000);
     else {
-      ms = isoUtcMs(text);
+      const bytes = Buffer.from(text);
+      ms = isoUtcMs(bytes, 0, bytes.length);
       if (ms !== ms) {
         if (/^\d{4}-\d\d-\d\d \d/.test(text)) text = text.replace(' ', 'T');
         if (/T\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(text)) text += 'Z';

@@ -61,24 +61,37 @@ function stringEnd(line: Buffer, at: number, end: number): number {
   return i < end && line[i] === QUOTE ? i + 1 : -1;
 }
 
+/** A fixed set of ASCII names, each found from its bytes without making a string. */
+export class ByteNames {
+  /** The names as bytes with their indexes, grouped by length. */
+  private readonly byLength: { bytes: Buffer; index: number }[][] = [];
+
+  constructor(names: readonly string[]) {
+    names.forEach((name, index) => (this.byLength[name.length] ??= []).push({ bytes: Buffer.from(name, 'latin1'), index }));
+  }
+
+  /** The index in the names of the one line[from, to) spells, or -1. */
+  indexOf(line: Buffer, from: number, to: number): number {
+    const candidates = this.byLength[to - from];
+    if (candidates === undefined) return -1;
+    for (const { bytes, index } of candidates) if (bytesEqual(line, from, to, bytes)) return index;
+    return -1;
+  }
+}
+
 /** Where each wanted field's value was found in the last line read (indexes are the wanted names' order). */
 export class FlatFields {
   readonly kind: Uint8Array;
   /** For strings the characters between the quotes; for numbers and literals the token. */
   readonly start: Int32Array;
   readonly end: Int32Array;
-  /** The wanted names (as bytes) and their indexes, grouped by length. */
-  private readonly names: Buffer[][] = [];
-  private readonly fields: number[][] = [];
+  private readonly wanted: ByteNames;
 
   constructor(wanted: readonly string[]) {
     this.kind = new Uint8Array(wanted.length);
     this.start = new Int32Array(wanted.length);
     this.end = new Int32Array(wanted.length);
-    wanted.forEach((name, field) => {
-      (this.names[name.length] ??= []).push(Buffer.from(name));
-      (this.fields[name.length] ??= []).push(field);
-    });
+    this.wanted = new ByteNames(wanted);
   }
 
   /**
@@ -95,7 +108,7 @@ export class FlatFields {
       if (i >= end || line[i] !== QUOTE) return false;
       const keyEnd = stringEnd(line, i, end);
       if (keyEnd < 0) return false;
-      const field = this.fieldOf(line, i + 1, keyEnd - 1);
+      const field = this.wanted.indexOf(line, i + 1, keyEnd - 1);
       i = skipSpace(line, keyEnd, end);
       if (i >= end || line[i] !== 58 /* : */) return false;
       i = skipSpace(line, i + 1, end);
@@ -133,13 +146,5 @@ export class FlatFields {
       if (line[i] !== 44 /* , */) return false;
       i = skipSpace(line, i + 1, end);
     }
-  }
-
-  /** The wanted field spelled by line[from, to), or -1. */
-  private fieldOf(line: Buffer, from: number, to: number): number {
-    const names = this.names[to - from];
-    if (names === undefined) return -1;
-    for (let n = 0; n < names.length; n++) if (bytesEqual(line, from, to, names[n] as Buffer)) return (this.fields[to - from] as number[])[n] as number;
-    return -1;
   }
 }

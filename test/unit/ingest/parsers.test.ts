@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventId, requireTime, type AttackEvent, type LineResult } from '../../../api-server/ingest/event.ts';
-import { sessionKey } from '../../../api-server/ingest/parsers/cowrie/sessions.ts';
+import { sessionKey, sessionKeyOfBytes } from '../../../api-server/ingest/parsers/cowrie/sessions.ts';
 import { parserFor, type InputFormat } from '../../../api-server/ingest/parsers/index.ts';
 
 const sample = (name: string) => fileURLToPath(new URL(`../../../examples/sensor-logs/${name}`, import.meta.url));
@@ -146,7 +147,12 @@ describe('requireTime', () => {
   ])('reads %s', (text, ms) => {
     expect(requireTime(text, 'ts', now)).toBe(ms);
   });
-  it.each(['2026-13-01T00:00:00Z', '2026-11-21T02:14:07.1a2Z', 'soon', '2026-02-31T00:00:00Z', '2026-02-29T10:00:00+02:00', '2025-04-31 12:00:00', '2100-02-29T00:00:00.5Z'])('refuses %s', (text) => {
+  it.each([
+    '2026-13-01T00:00:00Z', '2026-11-21T02:14:07.1a2Z', 'soon', '2026-02-31T00:00:00Z', '2026-02-29T10:00:00+02:00', '2025-04-31 12:00:00',
+    '2100-02-29T00:00:00.5Z',
+    // a character beyond ASCII where a digit or separator belongs (U+0130 would be "0" if cut to a byte)
+    '2026-11-21T02:14:0\u0130Z', '2026-11-21T02:14:07\uff3a',
+  ])('refuses %s', (text) => {
     expect(() => requireTime(text, 'ts', now)).toThrow(/ts ".*" is not an ISO 8601 time/);
   });
 });
@@ -156,5 +162,16 @@ describe('Cowrie session keys', () => {
     expect(sessionKey('a1b2c3d4e5f6')).toBe(0xa1b2c3d4e5f6);
     expect(sessionKey('00000000000a')).toBe(10);
     for (const other of ['a', '0a', 'A1B2C3D4E5F6', 'a1b2c3d4e5f6a', 's1', '']) expect(sessionKey(other)).toBe(other);
+  });
+
+  it('gives the same key from the bytes of an id as from its text', () => {
+    const ids = fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{10,14}$/), fc.string({ unit: fc.constantFrom(...'0123456789abcdefgxyz- '), maxLength: 14 }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 4 }), ids, (before, id) => {
+        const line = Buffer.from(`${before}${id}"`, 'latin1');
+        const from = Buffer.byteLength(before, 'latin1');
+        expect(sessionKeyOfBytes(line, from, from + id.length)).toStrictEqual(sessionKey(id));
+      }),
+    );
   });
 });

@@ -6,8 +6,8 @@
 import { parseIPv4Bytes } from '../../../../common/ipv4.ts';
 import { SERVICE_INDEX, serviceOfPort } from '../../../../common/vocabulary.ts';
 import { inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
-import { ABSENT, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';
-import { EVENTIDS, SESSION_CLOSED, packSession, sessionKey, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
+import { ABSENT, ByteNames, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';
+import { EVENTIDS, SESSION_CLOSED, packSession, sessionKeyOfBytes, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
 
 const FIELDS = ['eventid', 'session', 'protocol', 'dst_port', 'timestamp', 'src_ip', 'sensor', 'username', 'input', 'url', 'filename', 'outfile'] as const;
 const F = Object.fromEntries(FIELDS.map((name, i) => [name, i])) as Record<(typeof FIELDS)[number], number>;
@@ -16,6 +16,10 @@ const PREFIX = { download: Buffer.from('download '), upload: Buffer.from('upload
 const SSH = SERVICE_INDEX.get('ssh') as number;
 const TELNET_SERVICE = SERVICE_INDEX.get('telnet') as number;
 const SPACE = 32;
+/** The eventids that matter, the kept ones (EVENTIDS) and the one that ends a session, read from their bytes. */
+const KEPT = [...EVENTIDS.values()];
+const EVENTID_NAMES = new ByteNames([...EVENTIDS.keys(), SESSION_CLOSED]);
+const CLOSED = KEPT.length;
 
 /** A number token that is a plain integer port (no sign, fraction or exponent), or -1: the parser decides. */
 function plainPort(line: Buffer, from: number, to: number): number {
@@ -55,12 +59,12 @@ export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: stri
 
   return (line, lineStart, lineEnd, out) => {
     if (!fields.read(line, lineStart, lineEnd) || kind[F.eventid] !== STRING) return 'declined';
-    const eventid = line.toString('latin1', start[F.eventid], end[F.eventid]);
+    const eventid = EVENTID_NAMES.indexOf(line, start[F.eventid] as number, end[F.eventid] as number);
     const sessionId = kind[F.session] === STRING && end[F.session] !== start[F.session]
-      ? sessionKey(line.toString('latin1', start[F.session], end[F.session]))
+      ? sessionKeyOfBytes(line, start[F.session] as number, end[F.session] as number)
       : undefined;
-    if (eventid === SESSION_CLOSED && sessionId !== undefined) sessions.delete(sessionId);
-    const known = EVENTIDS.get(eventid);
+    if (eventid === CLOSED && sessionId !== undefined) sessions.delete(sessionId);
+    const known = KEPT[eventid];
     if (known === undefined) return 'skip';
     const what = known.kind;
     if (what === 'forward') return 'declined';
@@ -72,7 +76,7 @@ export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: stri
       if (linePort < 0) return 'declined';
     } else if (kind[F.dst_port] !== ABSENT && kind[F.dst_port] !== NULL) return 'declined';
     if (kind[F.timestamp] !== STRING || kind[F.src_ip] !== STRING) return 'declined';
-    const ts = isoUtcMs(line.toString('latin1', start[F.timestamp], end[F.timestamp]));
+    const ts = isoUtcMs(line, start[F.timestamp] as number, end[F.timestamp] as number);
     if (!inTimeRange(ts, Date.now())) return 'declined';
     const src = parseIPv4Bytes(line, start[F.src_ip] as number, end[F.src_ip] as number);
     if (src < 0) return 'declined';

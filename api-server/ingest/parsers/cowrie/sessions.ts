@@ -40,6 +40,17 @@ export type SessionKey = number | string;
 const COWRIE_ID = /^[0-9a-f]{12}$/;
 export const sessionKey = (id: string): SessionKey => (COWRIE_ID.test(id) ? parseInt(id, 16) : id);
 
+/** sessionKey() of the ASCII id line[from, to), making no string of Cowrie's own ids. */
+export function sessionKeyOfBytes(line: Buffer, from: number, to: number): SessionKey {
+  let key = to - from === 12 ? 0 : -1;
+  for (let i = from; i < to && key >= 0; i++) {
+    const c = line[i] as number;
+    const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
+    key = digit < 0 ? -1 : key * 16 + digit;
+  }
+  return key >= 0 ? key : line.toString('latin1', from, to);
+}
+
 /**
  * The sessions seen lately, bounded without per-line cost: two generations of at most MAX_SESSIONS / 2 each;
  * when the young one fills, the old one is dropped whole.
