@@ -21,60 +21,56 @@ const NFT_TABLE = 'inet blockfeed';
 const NFT_SET_V4 = 'blocklist_v4';
 const NFT_SET_V6 = 'blocklist_v6';
 
-/** Bytes one CIDR adds to a format, so shards can be planned before rendering. */
-function lineCost(format: ConfigMapFormat, cidr: string): number {
-  switch (format) {
-    case 'txt':
-      return cidr.length + 1;
-    case 'nginx':
-      return cidr.length + 7; // "deny " + ";\n"
-    case 'ipset':
-      return cidr.length + SET_V4.length + 11; // "add " + set + " " + cidr + " -exist\n"
-    case 'nftables':
-      return cidr.length + 4; // indent + ",\n"
-  }
-}
+/** Bytes a format's line adds to its CIDR, so shards can be planned before rendering (both sets' names are as long). */
+const LINE_OVERHEAD: Readonly<Record<ConfigMapFormat, number>> = {
+  txt: 1, // "\n"
+  nginx: 7, // "deny " + ";\n"
+  ipset: SET_V4.length + 11, // "add " + set + " " + " -exist\n"
+  nftables: 4, // indent + ",\n"
+};
 
 /**
- * Renders one format for one shard. `total` sizes the ipset (maxelem) so every shard creates the same set and
- * the shards restore in any order.
+ * Each CIDR between `before` and `after`, as one string: joined, not one string per line (a list has tens of
+ * thousands of lines, and a sync renders every format of it).
+ */
+const eachLine = (cidrs: readonly string[], before: string, after: string) => (cidrs.length ? `${before}${cidrs.join(`${after}${before}`)}${after}` : '');
+
+/**
+ * Renders one format for one shard (its CIDRs IPv4 first, as an AppliedList has them). `total` sizes the ipset
+ * (maxelem) so every shard creates the same set and the shards restore in any order.
  */
 export function render(format: ConfigMapFormat, cidrs: readonly string[], total = cidrs.length): string {
   switch (format) {
     case 'txt':
-      return cidrs.map((c) => `${c}\n`).join('');
+      return eachLine(cidrs, '', '\n');
     case 'nginx':
-      return cidrs.map((c) => `deny ${c};\n`).join('');
+      return eachLine(cidrs, 'deny ', ';\n');
     case 'ipset': {
       const maxelem = Math.max(65536, total);
-      const lines = [
-        `create ${SET_V4} hash:net family inet maxelem ${maxelem} -exist\n`,
-        `create ${SET_V6} hash:net family inet6 maxelem ${maxelem} -exist\n`,
-      ];
-      for (const c of cidrs) lines.push(`add ${isV6(c) ? SET_V6 : SET_V4} ${c} -exist\n`);
-      return lines.join('');
+      return (
+        `create ${SET_V4} hash:net family inet maxelem ${maxelem} -exist\n` +
+        `create ${SET_V6} hash:net family inet6 maxelem ${maxelem} -exist\n` +
+        eachLine(cidrs.filter((c) => !isV6(c)), `add ${SET_V4} `, ' -exist\n') +
+        eachLine(cidrs.filter(isV6), `add ${SET_V6} `, ' -exist\n')
+      );
     }
     case 'nftables': {
-      const v4 = cidrs.filter((c) => !isV6(c));
-      const v6 = cidrs.filter(isV6);
-      const out = [
-        `add table ${NFT_TABLE}\n`,
-        `add set ${NFT_TABLE} ${NFT_SET_V4} { type ipv4_addr; flags interval; }\n`,
-        `add set ${NFT_TABLE} ${NFT_SET_V6} { type ipv6_addr; flags interval; }\n`,
-      ];
-      const elements = (set: string, list: string[]) => {
-        if (list.length) out.push(`add element ${NFT_TABLE} ${set} {\n${list.map((c) => `  ${c}`).join(',\n')}\n}\n`);
-      };
-      elements(NFT_SET_V4, v4);
-      elements(NFT_SET_V6, v6);
-      return out.join('');
+      const elements = (set: string, list: readonly string[]) => (list.length ? `add element ${NFT_TABLE} ${set} {\n  ${list.join(',\n  ')}\n}\n` : '');
+      return (
+        `add table ${NFT_TABLE}\n` +
+        `add set ${NFT_TABLE} ${NFT_SET_V4} { type ipv4_addr; flags interval; }\n` +
+        `add set ${NFT_TABLE} ${NFT_SET_V6} { type ipv6_addr; flags interval; }\n` +
+        elements(NFT_SET_V4, cidrs.filter((c) => !isV6(c))) +
+        elements(NFT_SET_V6, cidrs.filter(isV6))
+      );
     }
   }
 }
 
 /** Cuts the sorted list into consecutive shards whose rendered formats together stay within the budget. */
 export function planShards(cidrs: readonly string[], formats: readonly ConfigMapFormat[], budget = SHARD_DATA_BUDGET): string[][] {
-  return cutByCost(cidrs, (cidr) => formats.reduce((n, f) => n + lineCost(f, cidr), 0), budget);
+  const overhead = formats.reduce((n, f) => n + LINE_OVERHEAD[f], 0);
+  return cutByCost(cidrs, (cidr) => cidr.length * formats.length + overhead, budget);
 }
 
 /** The data of each shard ConfigMap: one key per format. */

@@ -24,6 +24,19 @@ describe('formats', () => {
     expect(out).not.toContain('add element inet blockfeed blocklist_v6');
   });
 
+  it('renders an empty list as empty files, or the sets and nothing in them', () => {
+    expect(render('txt', [])).toBe('');
+    expect(render('nginx', [])).toBe('');
+    expect(render('ipset', [])).toBe(
+      'create blockfeed-v4 hash:net family inet maxelem 65536 -exist\ncreate blockfeed-v6 hash:net family inet6 maxelem 65536 -exist\n',
+    );
+    expect(render('nftables', [])).toBe(
+      'add table inet blockfeed\n' +
+        'add set inet blockfeed blocklist_v4 { type ipv4_addr; flags interval; }\n' +
+        'add set inet blockfeed blocklist_v6 { type ipv6_addr; flags interval; }\n',
+    );
+  });
+
   it('shards below the budget, in order, deterministically', () => {
     const many = Array.from({ length: 5000 }, (_, i) => `10.${Math.floor(i / 256)}.${i % 256}.0/24`);
     const shards = renderShards(many, ['nginx', 'txt'], 20_000);
