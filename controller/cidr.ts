@@ -218,7 +218,7 @@ export class CidrCollector {
   aggregate(exclude: Intervals = { v4: new Float64Array(0), v6: [] }): CidrSet {
     const singles = this.singlesInOrder ? this.singles.subarray(0, this.singleCount) : this.singles.subarray(0, this.singleCount).sort();
     const ranges = this.ranges.subarray(0, this.rangeCount).sort();
-    const out = new V4Output(exclude.v4, singles.length + ranges.length);
+    const out = new V4Output(exclude.v4);
     if (ranges.length === 0) {
       // The common case, a feed of single addresses: one pass over the natively sorted array.
       let k = 0;
@@ -280,10 +280,12 @@ class V4Output {
   private x = 0;
   private readonly exclude: Float64Array;
 
-  constructor(exclude: Float64Array, expected: number) {
+  // Grown as needed: sized to the input, a million-address feed would allocate 5 MB for the ~24,000 CIDRs
+  // it aggregates to.
+  constructor(exclude: Float64Array) {
     this.exclude = exclude;
-    this.network = new Uint32Array(Math.max(16, expected));
-    this.prefix = new Uint8Array(Math.max(16, expected));
+    this.network = new Uint32Array(1024);
+    this.prefix = new Uint8Array(1024);
   }
 
   emit(start: number, end: number): void {

@@ -76,6 +76,14 @@ describe('aggregate', () => {
     return { family: 4 as const, start: BASE + offset - (offset % size), prefix };
   });
 
+  it('keeps every block of an output longer than its first allocation', () => {
+    // Every other address of a range: nothing merges, so each is a /32 of its own (the output grows past 1024).
+    const lone = Array.from({ length: 3000 }, (_, i) => ({ family: 4 as const, start: BASE + 2 * i, prefix: 32 }));
+    const hole = toIntervals([{ family: 4, start: BASE + 2000, prefix: 30 }]);
+    expect([...aggregate(lone).v4Network]).toEqual(lone.map((e) => e.start));
+    expect([...aggregate(lone, hole).v4Network]).toEqual(lone.map((e) => e.start).filter((a) => a < BASE + 2000 || a > BASE + 2003));
+  });
+
   it('is exact and minimal (property)', () => {
     fc.assert(
       fc.property(fc.array(small, { maxLength: 40 }), fc.array(small, { maxLength: 5 }), (entries, excluded) => {
