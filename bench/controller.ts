@@ -153,15 +153,15 @@ async function floorCopies(apis: Apis, resources: ResourceType[], sub: Blocklist
   return copies;
 }
 
-/**
- * The apiserver's part of the floor: storing the same objects, as the same JSON bytes, side by side on
- * kept-alive connections, with nothing computed first. No sync can apply faster than this.
- */
 /** A full garbage collection when node runs with --expose-gc (make bench-controller does). */
 function collect(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
+/**
+ * The apiserver's part of the floor: storing the same objects, as the same JSON bytes, side by side on
+ * kept-alive connections, with nothing computed first. No sync can apply faster than this.
+ */
 async function store(apis: Apis, copies: { path: string; json: string }[], suffix: string): Promise<number> {
   const t = performance.now();
   await Promise.all(copies.map((o) => sendJson(apis, 'POST', o.path, o.json.replace('-SUFFIX"', `-${suffix}"`))));
