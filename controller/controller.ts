@@ -1,8 +1,8 @@
 // The subscription loop: an informer feeds a per-key work queue; each subscription syncs (pulls) when its spec
 // changes, when `blockfeed.dev/sync-now` is set, when its schedule fires, or (after a failure) when its
 // back-off ends; it is repaired (the last applied list applied again, no pull) when the drift watch sees one
-// of its objects changed or deleted, and once when this process starts. Status writes by the controller
-// itself trigger nothing.
+// of its objects changed or deleted, with back-off while a target waits for the cluster, and once when this
+// process starts. Status writes by the controller itself trigger nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from './api/v1alpha1.ts';
@@ -41,6 +41,8 @@ export class SubscriptionController {
   private readonly drifted = new Map<string, string>();
   /** when each key syncs next, as this process scheduled it (the status may hold an older time: see STATUS_REFRESH_MS) */
   private readonly nextSync = new Map<string, Date>();
+  /** keys with a target waiting for the cluster, and how often it has been checked again since (armNext()) */
+  private readonly targetChecks = new Map<string, number>();
   private readonly drift: DriftWatch;
   private started = false;
   /** pulls run so far */
@@ -93,6 +95,7 @@ export class SubscriptionController {
       this.wanted.delete(key);
       this.drifted.delete(key);
       this.nextSync.delete(key);
+      this.targetChecks.delete(key);
       this.queue.forget(key);
     });
     this.informer.on('error', (err: unknown) => {
@@ -159,12 +162,18 @@ export class SubscriptionController {
     if (sub.spec.suspend && !this.wanted.has(key)) return true;
     if (!this.wanted.has(key)) {
       // Not asked to pull: first make the targets hold the last applied list, when this process has not
-      // checked them yet (it just started, or just became leader) or one of them drifted.
+      // checked them yet (it just started, or just became leader), one of them drifted, or one waits for the
+      // cluster.
       const drifted = this.drifted.get(key);
-      if (drifted !== undefined || !this.deps.applied.has(sub.metadata.uid ?? key)) {
+      const startUp = !this.deps.applied.has(sub.metadata.uid ?? key);
+      if (drifted !== undefined || startUp || this.targetChecks.has(key)) {
         this.drifted.delete(key);
         this.repairs++;
-        const repair = await repairSubscription(this.deps, sub, drifted ?? 'start-up check');
+        const why = drifted ?? (startUp ? 'start-up check' : 'a target was waiting for the cluster');
+        const repair = await repairSubscription(this.deps, sub, why, drifted !== undefined || startUp);
+        // A failed check (a new CRD's storage still initialising answers 429) keeps the key waiting: the work
+        // queue's back-off brings it back here.
+        if (repair.ok) this.noteTargets(key, repair.targetsWaiting);
         if (repair.needsPull) this.wanted.add(key);
         else if (!repair.ok) return false;
       }
@@ -174,7 +183,7 @@ export class SubscriptionController {
       // Sync when the schedule says (immediately if a due time passed while nobody led).
       const due = this.nextSync.get(key) ?? (sub.status?.nextSyncTime ? new Date(sub.status.nextSyncTime) : undefined);
       if (due && due > now && !sub.spec.suspend) {
-        this.queue.addAfter(key, due.getTime() - now.getTime());
+        this.armNext(key, due);
         return true;
       }
       if (sub.spec.suspend) return true;
@@ -185,15 +194,33 @@ export class SubscriptionController {
     if (!latest || latest.metadata.deletionTimestamp) return true; // its own run follows
     this.syncs++;
     const result = await syncSubscription(this.deps, latest);
+    this.noteTargets(key, result.targetsWaiting);
     if (!result.ok) {
       this.wanted.add(key);
       return false;
     }
     if (result.nextSyncTime && !latest.spec.suspend) {
       this.nextSync.set(key, result.nextSyncTime);
-      this.queue.addAfter(key, Math.max(0, result.nextSyncTime.getTime() - Date.now()));
+      this.armNext(key, result.nextSyncTime);
     }
     return true;
+  }
+
+  private noteTargets(key: string, waiting: boolean): void {
+    if (waiting) this.targetChecks.set(key, (this.targetChecks.get(key) ?? 0) + 1);
+    else this.targetChecks.delete(key);
+  }
+
+  /**
+   * Arms the key's next run for its due sync, or sooner while a target waits for the cluster (an enforcement
+   * point not installed yet, an object it names not created yet, a name someone else holds): then the run is a
+   * repair, the last list applied again without a pull, with the queue's back-off between checks (5 s doubling
+   * to 10 min). Installing Cilium after the subscription thus takes effect within minutes, not at the next pull.
+   */
+  private armNext(key: string, due: Date): void {
+    const untilDue = Math.max(0, due.getTime() - Date.now());
+    const checks = this.targetChecks.get(key);
+    this.queue.addAfter(key, checks === undefined ? untilDue : Math.min(untilDue, this.queue.backoffMs(checks)));
   }
 }
 

@@ -45,6 +45,8 @@ export interface ReconcileDeps {
 interface ReconcileResult {
   ok: boolean;
   nextSyncTime?: Date;
+  /** Some target waits for the cluster (WAITING_REASONS): worth applying again before the next sync. */
+  targetsWaiting: boolean;
 }
 
 /**
@@ -76,6 +78,14 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
 const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'ApplyFailed']);
+
+/**
+ * Of those, the ones the cluster may fix with no change to the subscription: someone installs the enforcement
+ * point, creates the object the target names, or frees the name. (The same list stays too large; a failed
+ * write is retried by the work queue.)
+ */
+const WAITING_REASONS: ReadonlySet<string> = new Set(['TargetNotInstalled', 'TargetNotFound', 'TargetConflict']);
+const waitsForCluster = (applied: Applied | undefined) => applied?.problems.some((p) => WAITING_REASONS.has(p.reason)) ?? false;
 
 const keyOf = (sub: BlocklistSubscription) => `${sub.metadata.namespace}/${sub.metadata.name}`;
 const stateKey = (sub: BlocklistSubscription) => sub.metadata.uid ?? keyOf(sub);
@@ -359,7 +369,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     // null removes the field in a merge patch: a suspended subscription has no next sync.
     const suspended = { ...status, observedGeneration: generation, conditions, nextSyncTime: null as unknown as undefined };
     if (statusWriteNeeded(sub.status, suspended, now, requested)) await patchStatus(deps.apis, sub, suspended);
-    return { ok: true };
+    return { ok: true, targetsWaiting: false };
   }
 
   let failure: { reason: string; message: string } | undefined;
@@ -425,24 +435,30 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     changed || requested || (applied?.writes ?? 0) > 0 ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined,
   ]);
   deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'sync');
-  return { ok: !failure, nextSyncTime: next };
+  return { ok: !failure, nextSyncTime: next, targetsWaiting: waitsForCluster(applied) };
 }
 
 /**
  * Applies the last applied list again, without a pull: from memory, or after a restart from the record.
  * Answers needsPull when there is no trustworthy list to apply (no record, or the inputs changed since): the
  * caller then syncs. Writes the status only when what it says changed, and an Event when something was
- * written again.
+ * written again. `drift`: objects may have been changed by someone (a drift event, a start-up check), as
+ * opposed to a target that was waiting for the cluster; only the former count as drift repairs.
  */
-export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubscription, why: string): Promise<{ ok: boolean; needsPull: boolean }> {
+export async function repairSubscription(
+  deps: ReconcileDeps,
+  sub: BlocklistSubscription,
+  why: string,
+  drift = true,
+): Promise<{ ok: boolean; needsPull: boolean; targetsWaiting: boolean }> {
   const labels = seriesOf(sub);
   let state = deps.applied.get(stateKey(sub));
   const restored = !state;
   if (!state) {
     state = await readRecord(deps.apis, sub);
-    if (!state) return { ok: true, needsPull: true };
+    if (!state) return { ok: true, needsPull: true, targetsWaiting: false };
   }
-  if (state.inputsHash !== inputsHash(sub, deps.clusterCidrs)) return { ok: true, needsPull: true };
+  if (state.inputsHash !== inputsHash(sub, deps.clusterCidrs)) return { ok: true, needsPull: true, targetsWaiting: false };
   const now = deps.now?.() ?? new Date();
   const nowText = now.toISOString();
   if (restored) {
@@ -462,7 +478,7 @@ export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubs
   let applied: Applied | undefined;
   let event: { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined;
   try {
-    applied = await applyAll(deps, sub, state, true);
+    applied = await applyAll(deps, sub, state, drift);
     status.targets = targetStatuses(applied);
     if (applied.problems.length) {
       const message = applied.problems.map((p) => p.message).join('; ');
@@ -472,7 +488,8 @@ export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubs
       cond('Degraded', 'False', 'AsExpected', 'all targets hold the list');
     }
     if (!event && applied.writes) {
-      event = { type: 'Normal', reason: 'DriftRepaired', message: `${why}: re-applied the last applied list (${state.list.all.length} CIDRs); ${applied.writes} written` };
+      const message = `${why}: applied the last applied list again (${state.list.all.length} CIDRs); ${applied.writes} written`;
+      event = { type: 'Normal', reason: drift ? 'DriftRepaired' : 'TargetsApplied', message };
     }
   } catch (err) {
     const message = `repairing (${why}) failed: ${(err as Error).message}; what the targets hold stays`;
@@ -482,7 +499,10 @@ export async function repairSubscription(deps: ReconcileDeps, sub: BlocklistSubs
   status.conditions = conditions;
   deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
   const changed = !sameJson(essential(sub.status), essential(status));
+  // A warning that says what the status already says is not repeated: a target waiting for the cluster is
+  // checked again and again (controller.ts).
+  if (event?.type === 'Warning' && !changed) event = undefined;
   await Promise.all([changed ? patchStatus(deps.apis, sub, status) : undefined, event ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined]);
   if (event) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'repair');
-  return { ok: applied !== undefined, needsPull: false };
+  return { ok: applied !== undefined, needsPull: false, targetsWaiting: waitsForCluster(applied) };
 }

@@ -301,7 +301,12 @@ export async function applyCut(
   const groups = 'shards' in cut ? build(cut.shards) : [];
   const outcome: TargetOutcome = { kind: target.metricKind, objects: [], writes: 0, problems: 'problem' in cut ? [cut.problem] : [] };
   const selector = targetSelector(ctx.sub, field);
-  const results = await Promise.all(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector })));
+  const settled = await Promise.allSettled(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector })));
+  // The first failure in the groups' order, not in time: the status says the same thing every time.
+  const results = settled.map((r) => {
+    if (r.status === 'rejected') throw r.reason;
+    return r.value;
+  });
   outcome.writes = results.reduce((n, r) => n + r.written + r.deleted, 0);
   outcome.objects = groups.flatMap((g) => g.objects.map((o, i) => ({ kind: g.resource.kind, ...(o.namespace ? { namespace: o.namespace } : {}), name: o.name, cidrs: g.cidrs(i) })));
   return outcome;

@@ -1,12 +1,13 @@
 // An enforcement point that is not installed: on a control plane of its own that serves none of the Envoy
 // Gateway, Istio, Cilium or Calico CRDs, a subscription targeting all four (and a ConfigMap) is Degraded with a
-// reason that says so for each, the ConfigMap still gets the list, and nothing retries (one pull, no crash).
-// Once the CRDs are installed, the next sync applies to all of them.
+// reason that says so for each, the ConfigMap still gets the list, and nothing is pulled again (one pull, no
+// crash, one warning). The targets are checked again with back-off, so once the CRDs are installed the list
+// reaches all of them without another pull or any edit.
 import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcementPointCrds, installCrds, startControlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { eventually } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness, type SubscriptionSpec } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, type Harness, type SubscriptionSpec } from './support.ts';
 
 const feed = new FeedServer();
 let plane: ControlPlane;
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('enforcement points whose CRDs are not installed', () => {
-  it('are Degraded with a reason that says so, the other targets get the list, nothing retries', async () => {
+  it('are Degraded with a reason that says so, the other targets get the list, nothing is pulled again', async () => {
     await applySubscription(h, ns, 'everywhere', {
       feed: { url: feed.url, endpoint: 'export' },
       // The CRD fills in the defaults.
@@ -69,21 +70,26 @@ describe('enforcement points whose CRDs are not installed', () => {
     expect(cm.data!['list.txt']).toBe('45.33.32.156/32\n2001:db8:9::/48\n');
     expect((await events(h, ns, 'everywhere')).some((e) => e.type === 'Warning' && e.reason === 'TargetNotInstalled')).toBe(true);
 
-    // Not a failure to retry: one pull, and the loop stays quiet (the next sync is the scheduled one).
-    await h.controller.idle();
+    // Not a failure to retry: one pull. The targets are checked again (repairs, with back-off), which says
+    // nothing new: no second warning.
+    const repairs = h.controller.repairs;
     await new Promise((r) => setTimeout(r, 3000));
+    expect(h.controller.repairs).toBeGreaterThan(repairs);
     expect(h.controller.syncs).toBe(1);
     expect(feed.requests).toHaveLength(1);
+    expect((await events(h, ns, 'everywhere')).filter((e) => e.reason === 'TargetNotInstalled')).toHaveLength(1);
   });
 
-  it('applies to them at the next sync once their CRDs are installed', async () => {
+  it('applies to them once their CRDs are installed, without another pull or an edit', async () => {
     await installCrds(kc, enforcementPointCrds());
-    await syncNow(h, ns, 'everywhere');
     // A new CRD's storage may still be initialising (HTTP 429): that is a failure, retried after a back-off.
     const sub = await eventually(async () => {
       const s = await getSubscription(h, ns, 'everywhere');
       return condition(s, 'Degraded')?.status === 'False' ? s : undefined;
     }, 60_000, 'Degraded False');
     expect(sub.status!.targets!.every((t) => t.state === 'Applied' && t.cidrs === 2)).toBe(true);
+    expect(h.controller.syncs).toBe(1);
+    expect(feed.requests).toHaveLength(1);
+    expect((await events(h, ns, 'everywhere')).some((e) => e.reason === 'TargetsApplied' && /waiting for the cluster/.test(e.message ?? ''))).toBe(true);
   });
 });
