@@ -113,14 +113,22 @@ export function filtersOf(endpoint: ListEndpoint): FilterName[] {
 /** A filter's value as the CRD holds it: a string of its set, a number of hours, or a boolean switch. */
 export type FilterSetting = string | number | boolean;
 
+/** Which list, from where, with which filters: a subscription's `spec.feed`, or the download page's choice. */
+export interface ListFeed {
+  /** the api-server's base URL */
+  url: string;
+  endpoint: ListEndpoint;
+  filters?: Readonly<Partial<Record<FilterName, FilterSetting>>>;
+}
+
 /**
- * The URL of an endpoint's list as plain text with these filters: `base` + /api/<endpoint>, the query
- * parameters in wire form sorted by name (one URL per subscription, whatever the order in its YAML). Filters
- * the endpoint does not take are an error: the CRD's CEL rules refuse them before they get here.
+ * The URL of a feed's list as plain text: its base + /api/<endpoint>, the filters as query parameters in wire
+ * form sorted by name (one URL per subscription, whatever the order in its YAML). Filters the endpoint does not
+ * take are an error: the CRD's CEL rules refuse them before they get here.
  */
-export function listUrl(base: string, endpoint: ListEndpoint, settings: Readonly<Partial<Record<FilterName, FilterSetting>>>): URL {
+export function listUrl({ url: base, endpoint, filters = {} }: ListFeed): URL {
   const params: [string, string][] = [['format', 'txt']];
-  for (const [name, setting] of Object.entries(settings) as [FilterName, FilterSetting | undefined][]) {
+  for (const [name, setting] of Object.entries(filters) as [FilterName, FilterSetting | undefined][]) {
     if (setting === undefined) continue;
     const filter: FilterSpec = LIST_FILTERS[name];
     if (!filter.endpoints.includes(endpoint)) throw new Error(`endpoint ${endpoint} does not take the filter ${name}`);

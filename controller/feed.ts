@@ -32,11 +32,6 @@ type PullResult = { changed: false; status: 304 } | { changed: true; etag?: stri
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
 
-/** The list URL a feed spec names (common/list-filters.ts). */
-export function feedUrl(feed: BlocklistSubscriptionSpec['feed']): URL {
-  return listUrl(feed.url, feed.endpoint, feed.filters ?? {});
-}
-
 /**
  * Receives the body: each line as a string, or as a byte range of a buffer valid only during the call; or the
  * raw chunks, cut into lines by the sink itself (end() answers the number of lines).
@@ -56,7 +51,7 @@ export async function pullFeed(options: PullOptions, sink: LineSink): Promise<Pu
   const decoder = new TextDecoder('utf-8');
   const timeoutMs = options.timeoutMs ?? (options.feed.timeoutSeconds ?? DEFAULT_TIMEOUT_MS / 1000) * 1000;
   const maxBody = options.maxBodyBytes ?? options.feed.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  const url = feedUrl(options.feed);
+  const url = listUrl(options.feed);
   const headers: Record<string, string> = { accept: 'text/plain', 'user-agent': options.userAgent ?? 'blockfeed-controller' };
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
   if (options.etag) headers['if-none-match'] = options.etag;

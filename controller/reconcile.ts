@@ -18,7 +18,8 @@ import {
 } from './api/v1alpha1.ts';
 import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './applied-record.ts';
 import { cidrStrings } from './cidr.ts';
-import { FeedError, feedUrl, pullFeed } from './feed.ts';
+import { listUrl } from '../common/list-filters.ts';
+import { FeedError, pullFeed } from './feed.ts';
 import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, objectPath, sameJson, type Apis, type ResourceType } from './k8s.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
@@ -98,7 +99,7 @@ function limitsOf(sub: BlocklistSubscription): SafetyLimits {
 /** Everything besides the feed body that shapes the applied list: a 304 or a record is only reusable if these are equal. */
 function inputsHash(sub: BlocklistSubscription, clusterCidrs: readonly string[]): string {
   return createHash('sha256')
-    .update(JSON.stringify([feedUrl(sub.spec.feed).toString(), sub.spec.allowlist ?? [], limitsOf(sub), clusterCidrs]))
+    .update(JSON.stringify([listUrl(sub.spec.feed).toString(), sub.spec.allowlist ?? [], limitsOf(sub), clusterCidrs]))
     .digest('hex');
 }
 

@@ -90,7 +90,7 @@ function shellQuote(text: string): string {
 /** The feed URL, a curl line and the manifests; `key` fills the Secret and the curl line in (else placeholders). */
 export function feedSnippets(choice: FeedChoice, base: string, key?: string): FeedSnippets {
   const spec = subscriptionSpec(choice, base);
-  const url = listUrl(spec.feed.url, spec.feed.endpoint, spec.feed.filters ?? {}).toString();
+  const url = listUrl(spec.feed).toString();
   const secret = {
     apiVersion: 'v1',
     kind: 'Secret',

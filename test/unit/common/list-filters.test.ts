@@ -4,10 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { crdYaml } from '../../../controller/api/generate-crd.ts';
-import { feedUrl } from '../../../controller/feed.ts';
 import { DedupParams, ExportParams, ScanExportParams } from '../../../api-server/http/endpoint-params.ts';
 import { parseQuery } from '../../../api-server/http/validate-query.ts';
-import { LIST_ENDPOINTS, type ListEndpoint } from '../../../common/list-filters.ts';
+import { LIST_ENDPOINTS, listUrl, type ListEndpoint } from '../../../common/list-filters.ts';
 
 interface Schema {
   type?: string;
@@ -53,7 +52,7 @@ describe('the list filters of the CRD and of the API', () => {
       expect(names.length).toBeGreaterThan(0);
       for (const name of names) {
         for (const value of crdValues(crdFilters[name]!, endpoint)) {
-          const url = feedUrl({ url: 'http://blockfeed.example', endpoint, filters: { [name]: value } });
+          const url = listUrl({ url: 'http://blockfeed.example', endpoint, filters: { [name]: value } });
           expect(url.pathname).toBe(`/api/${endpoint}`);
           const result = parseQuery(API_SCHEMAS[endpoint], Object.fromEntries(url.searchParams));
           expect(result, `${name}=${String(value)} → ${url.search}`).toMatchObject({ ok: true });
@@ -63,7 +62,7 @@ describe('the list filters of the CRD and of the API', () => {
 
     it(`${endpoint}: every filter the api-server takes can be set in a subscription`, () => {
       const asked = new Set(
-        crdFiltersOf(endpoint).flatMap((name) => [...feedUrl({ url: 'http://x', endpoint, filters: { [name]: crdValues(crdFilters[name]!, endpoint)[0]! } }).searchParams.keys()]),
+        crdFiltersOf(endpoint).flatMap((name) => [...listUrl({ url: 'http://x', endpoint, filters: { [name]: crdValues(crdFilters[name]!, endpoint)[0]! } }).searchParams.keys()]),
       );
       const taken = Object.keys(API_SCHEMAS[endpoint].properties).filter((p) => !OUTPUT_PARAMS.has(p));
       expect([...asked].filter((p) => p !== 'format').sort()).toEqual(taken.sort());
@@ -71,6 +70,6 @@ describe('the list filters of the CRD and of the API', () => {
   }
 
   it('refuses to build a URL with a filter the endpoint does not take', () => {
-    expect(() => feedUrl({ url: 'http://x', endpoint: 'dedup', filters: { service: 'ssh' } })).toThrow(/does not take the filter service/);
+    expect(() => listUrl({ url: 'http://x', endpoint: 'dedup', filters: { service: 'ssh' } })).toThrow(/does not take the filter service/);
   });
 });

@@ -2,7 +2,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FeedError, feedUrl, pullFeed } from '../../../controller/feed.ts';
+import { listUrl } from '../../../common/list-filters.ts';
+import { FeedError, pullFeed } from '../../../controller/feed.ts';
 
 let server: Server;
 let base: string;
@@ -32,7 +33,7 @@ async function collect(opts: Parameters<typeof pullFeed>[0]) {
 
 describe('pullFeed', () => {
   it('builds the URL from the endpoint and filters, without the key', () => {
-    expect(feedUrl({ ...feed(), url: `${base}/` }).toString()).toBe(`${base}/api/export?format=txt&hours=168&include_research=0&type=attacker`);
+    expect(listUrl({ ...feed(), url: `${base}/` }).toString()).toBe(`${base}/api/export?format=txt&hours=168&include_research=0&type=attacker`);
   });
 
   it('sends the key as X-API-Key and If-None-Match, streams lines, returns the ETag', async () => {

@@ -3,9 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
-import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf } from '../../../common/list-filters.ts';
+import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, listUrl } from '../../../common/list-filters.ts';
 import { BlocklistSubscriptionSpec } from '../../../controller/api/v1alpha1.ts';
-import { feedUrl } from '../../../controller/feed.ts';
 import { feedChoice, feedSnippets, MANIFEST } from '../../../api-server/website/feeds.ts';
 
 const BASE = 'https://blocklists.example.org';
@@ -58,7 +57,7 @@ describe('feedSnippets', () => {
       expect(subscription?.kind).toBe('BlocklistSubscription');
       const spec = Value.Default(BlocklistSubscriptionSpec, structuredClone(subscription?.spec));
       expect(Value.Errors(BlocklistSubscriptionSpec, spec)).toEqual([]);
-      expect(feedUrl((spec as BlocklistSubscriptionSpec).feed).toString()).toBe(url);
+      expect(listUrl((spec as BlocklistSubscriptionSpec).feed).toString()).toBe(url);
       expect(url.startsWith(`${BASE}/api/${endpoint}?`)).toBe(true);
     }
   });
