@@ -1,10 +1,7 @@
-// The `addresses` facts of one ingest window, folded in event by event (docs/data-model.md "Ingest"):
-// per address the first and last sighting and the last time each window-dependent fact held. Every fact is a
-// maximum (or, for first_seen, a minimum), so folding in an event that turns out to be stored already changes
-// nothing — which is why a window folds every parsed event here without waiting to learn which were new.
-//
-// Typed arrays indexed by a slot per address, not objects: a window holds up to hundreds of thousands of
-// addresses, which as objects every major collection would trace. Pure apart from the arrays it owns.
+// The `addresses` facts of one ingest window, folded in event by event: per address the first and last
+// sighting and the last time each window-dependent fact held. Every fact is a maximum (first_seen a minimum),
+// so folding in an event stored already changes nothing. Kept in typed arrays indexed by a slot per address,
+// not objects, which every major collection would trace (docs/data-model.md "Ingest"). Pure apart from them.
 import { SERVICES } from '../../common/vocabulary.ts';
 import { formatIPv4 } from '../../common/ipv4.ts';
 import { type Address } from '../enrich/address.ts';

@@ -1,10 +1,7 @@
-// One batch of parsed events in the form the database takes: binary `COPY` rows (copy-binary.ts), their
-// ip_hourly rows, and their facts folded into the window's AddressFacts. No object per event; the pipeline
-// reuses two batches (one filling, one being stored), so memory is bounded by the batch size.
-//
-// Events arrive two ways: as AttackEvent objects from the parsers, and as a RawEvent — byte ranges of the
-// line itself — from a parser's byte reader, which makes no strings of the fields. Both ways give the same
-// row and the same content-derived id.
+// One batch of parsed events in the form the database takes: binary COPY rows, their ip_hourly rows, and
+// their facts folded into the window's AddressFacts, with no object per event. Events come as AttackEvent
+// objects from the parsers or as a RawEvent (byte ranges of the line) from a byte reader; both ways give the
+// same row and the same content-derived id.
 import { hash } from 'node:crypto';
 import { SERVICE_INDEX, SERVICES } from '../../common/vocabulary.ts';
 import { HONEYPOT, TELESCOPE, type AddressFacts } from './address-facts.ts';
@@ -78,9 +75,9 @@ export class EventBatch {
     out.inet4(r.src);
     out.int32(r.port < 0 ? null : r.port);
     if (r.service < 0) out.null();
-    else out.bytes(SERVICE_BYTES[r.service] as Buffer, 0, (SERVICE_BYTES[r.service] as Buffer).length);
-    out.bytes(TCP, 0, TCP.length);
-    out.bytes(HONEYPOT_BYTES, 0, HONEYPOT_BYTES.length);
+    else out.bytes(SERVICE_BYTES[r.service] as Buffer);
+    out.bytes(TCP);
+    out.bytes(HONEYPOT_BYTES);
     out.bytes(r.sensorBytes, r.sensorStart, r.sensorEnd);
     out.int16(r.action);
     if (r.userStart < 0) out.null();

@@ -83,7 +83,7 @@ export class BinaryCopyWriter {
   }
 
   /** A text field holding the bytes src[start, end) (already valid UTF-8), after the bytes of `prefix` if given. */
-  bytes(src: Buffer, start: number, end: number, prefix?: Buffer): void {
+  bytes(src: Buffer, start = 0, end = src.length, prefix?: Buffer): void {
     const n = end - start + (prefix ? prefix.length : 0);
     this.int32Raw(n);
     this.reserve(n);

@@ -1,12 +1,8 @@
-// Drives one ingest: bytes → lines → parser → batches → windows of an EventWriter. Parsing the next batch
-// overlaps with the database storing the previous one (two cores: Node parses while PostgreSQL inserts).
-// Lines are cut from the input's bytes; a parser's byte reader, if it has one, gets first go at each line,
-// and only the lines it declines become strings for the parser itself. Bad lines are reported through
-// `onReject` and never stop the rest. Events from non-global sources are counted and dropped here, so no list,
-// rollup or classification ever sees them.
-//
-// Windows (one transaction each, writer.ts) close when they hold many addresses, have been open a while, or
-// the input pauses, so a stream from a live sensor becomes visible within a second or so of going quiet.
+// Drives one ingest: bytes → lines → parser → batches → windows of an EventWriter (docs/data-model.md
+// "Ingest"). The next batch is parsed while the database stores the previous one. A parser's byte reader, if it
+// has one, gets first go at each line; only the lines it declines become strings. Bad lines go to `onReject`
+// and never stop the rest; events from non-global sources are counted and dropped here, so no list, rollup
+// or classification ever sees them.
 import { setImmediate } from 'node:timers/promises';
 import { isNeverBlockV4 } from '../../common/never-block.ts';
 import { isNonGlobal } from '../enrich/address.ts';

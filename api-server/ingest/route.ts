@@ -81,15 +81,7 @@ export async function ingestRoute(app: FastifyInstance, { pool, registry, token,
         errors.map((e) => ({ name: `body line ${e.line}`, reason: e.reason, allowed: `a ${format} log line` })),
       );
     }
-    return {
-      lines: stats.lines,
-      accepted: stats.accepted,
-      inserted: stats.inserted,
-      duplicates: stats.accepted - stats.inserted,
-      skipped: stats.skipped,
-      rejected: stats.rejected,
-      nonGlobal: stats.nonGlobal,
-      errors,
-    };
+    const { bytes: _bytes, ...counts } = stats;
+    return { ...counts, duplicates: stats.accepted - stats.inserted, errors };
   });
 }

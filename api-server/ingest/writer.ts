@@ -1,20 +1,6 @@
-// Stores parsed events in bulk (docs/data-model.md "Ingest"). Events are stored in windows: one
-// transaction each, holding the attack-data lock from its first batch to its commit, so windows of all
-// writers (CLI, HTTP route, other replicas) follow one another and never wait on each other's rows.
-//
-// Per batch (some thousands of events):
-//   1. register new sensor names and create missing daily partitions (inside the window's transaction);
-//   2. store the events, skipping those stored already (re-ingesting adds nothing). A batch is usually all
-//      new, so it is COPYed straight into `events` inside a savepoint; a duplicate key aborts that, and the
-//      batch goes the general way: COPY into a staging table, then one statement inserts what is new and
-//      appends the ip_hourly rows of exactly those events;
-//   3. on the direct way, append the batch's ip_hourly rows (computed while parsing) with one COPY.
-//   4. look up which of the addresses first met in the window are in `addresses` already (index probes that
-//      run while the next batch is parsed).
-// At the window's end:
-//   5. its per-address facts (AddressFacts, folded while parsing): the new addresses COPYed straight into
-//      `addresses` with their enrichment, the known ones into a staging table that updates them; commit.
-// Duplicates may be folded into the facts: every fact is a maximum, so a stored event changes nothing.
+// Stores parsed events in bulk, in windows: one transaction each, holding the attack-data lock from its first
+// batch to its commit, so the windows of all writers (CLI, HTTP route, other replicas) follow one another and
+// never wait on each other's rows. What happens per batch and per window, and why: docs/data-model.md "Ingest".
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
@@ -83,12 +69,9 @@ const SENSOR_LISTS = `(sensor_ids, sensor_last) = (
       group by id order by max(last) desc, id limit ${MAX_SENSORS}) as merged)`;
 
 /**
- * Known addresses take the later of each fact (greatest() ignores NULL). The rows are staged first; new
- * addresses never are: the writer knows them (see KNOWN_ADDRESSES) and COPYs them straight into `addresses`.
- *
- * The join to `addresses` is by its primary key. Right after a bulk load or a truncate the table's statistics
- * can claim it is nearly empty, and the planner then scans all of it once per staged row (seen: minutes
- * instead of a second); with sequential scans off it looks each address up in the index.
+ * Known addresses take the later of each fact (greatest() ignores NULL); new ones are never staged (see
+ * KNOWN_ADDRESSES). Sequential scans are off because right after a bulk load the statistics can claim the
+ * table is empty, and the planner then scans it once per staged row instead of probing the primary key.
  */
 const UPDATE_KNOWN_ADDRESSES = `
 set local enable_seqscan = off;
