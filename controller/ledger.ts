@@ -1,8 +1,10 @@
-// What this process wrote or verified, object by object: the resourceVersion it left each object at and the
-// subscription the object belongs to. Two uses:
+// What this process wrote or verified, object by object: the resourceVersion it left each object at, the
+// subscription the object belongs to, and whether its enforcement point refuses that version. Three uses:
 //   - an object still at that version needs no read before an unchanged sync skips it (its content-hash
 //     annotation is ours, and nobody has touched it since);
-//   - a watch event for a known object at another version, or its deletion, is drift (drift.ts).
+//   - a watch event for a known object at another version, or its deletion, is drift (drift.ts);
+//   - a refusal read from the object's status at that version stays true until the version changes, so a sync
+//     that reads nothing still reports it.
 // A restarted process starts empty: the first sync reads each object once and records it.
 import type { ResourceType } from './k8s.ts';
 
@@ -10,6 +12,8 @@ interface Entry {
   resourceVersion: string;
   /** "namespace/name" of the subscription that owns the object */
   owner: string;
+  /** why the enforcement point does not enforce the object at this version (targets/objects.ts Refusal) */
+  refusal?: string;
 }
 
 export function ledgerKey(resource: ResourceType, namespace: string | undefined, name: string): string {
@@ -22,8 +26,8 @@ export class Ledger {
   /** called once per kind of object, the first time one is recorded (the drift watch starts on it) */
   onNewResource?: (resource: ResourceType) => void;
 
-  record(resource: ResourceType, namespace: string | undefined, name: string, resourceVersion: string, owner: string): void {
-    this.entries.set(ledgerKey(resource, namespace, name), { resourceVersion, owner });
+  record(resource: ResourceType, namespace: string | undefined, name: string, resourceVersion: string, owner: string, refusal?: string): void {
+    this.entries.set(ledgerKey(resource, namespace, name), refusal === undefined ? { resourceVersion, owner } : { resourceVersion, owner, refusal });
     const kindKey = `${resource.group}/${resource.version}/${resource.plural}`;
     if (!this.resources.has(kindKey)) {
       this.resources.set(kindKey, resource);

@@ -78,12 +78,13 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
 };
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
-const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'ApplyFailed']);
+const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'ApplyFailed']);
 
 /**
  * Of those, the ones the cluster may fix with no change to the subscription: someone installs the enforcement
  * point, creates the object the target names, or frees the name. (The same list stays too large; a failed
- * write is retried by the work queue.)
+ * write is retried by the work queue. An enforcement point that stops refusing an object says so in its status,
+ * which the drift watch reports.)
  */
 const WAITING_REASONS: ReadonlySet<string> = new Set(['TargetNotInstalled', 'TargetNotFound', 'TargetConflict']);
 const waitsForCluster = (applied: Applied | undefined) => applied?.problems.some((p) => WAITING_REASONS.has(p.reason)) ?? false;

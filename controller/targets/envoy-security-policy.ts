@@ -2,14 +2,50 @@
 // attached to those Gateways, listeners or routes, whose authorization allows by default and denies the list in
 // one rule (principal.clientCIDRs). Envoy Gateway applies one SecurityPolicy per target (the oldest wins a
 // conflict), so the list is never spread over several: one object holds it, within maxCIDRs and 1 MiB.
+// Envoy Gateway reports in each policy's status whether it enforces it for each Gateway: a policy it did not
+// accept (a conflict, an invalid reference), or one that other SecurityPolicies override on some routes, makes
+// the target Degraded (TargetNotEnforced) for as long as the status says so.
 import type { EnvoySecurityPolicyTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, targetSelector, type DesiredObject } from './objects.ts';
+import { deleteOwned, ownedMetadata, ownerReferencesIn, refusalProblems, syncObjects, targetSelector, type DesiredObject, type Refusal } from './objects.ts';
 import { oneObjectProblem } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'envoySecurityPolicy';
 const SECURITY_POLICY: ResourceType = { group: 'gateway.envoyproxy.io', version: 'v1alpha1', kind: 'SecurityPolicy', plural: 'securitypolicies', namespaced: true };
+
+interface PolicyCondition {
+  type?: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
+interface PolicyStatus {
+  metadata?: { generation?: number };
+  status?: { ancestors?: { ancestorRef?: { kind?: string; namespace?: string; name?: string; sectionName?: string }; conditions?: PolicyCondition[] }[] };
+}
+
+/**
+ * Why Envoy Gateway does not enforce a SecurityPolicy, per Gateway in its status: not Accepted, or Overridden
+ * (other SecurityPolicies take its place on some routes). Conditions about an older generation say nothing
+ * about this one.
+ */
+export const envoyRefusal: Refusal = (object) => {
+  const { metadata, status } = object as PolicyStatus;
+  const refusals: string[] = [];
+  for (const ancestor of status?.ancestors ?? []) {
+    const ref = ancestor.ancestorRef;
+    const gateway = `${ref?.kind ?? 'Gateway'} ${ref?.namespace ? `${ref.namespace}/` : ''}${ref?.name ?? '?'}${ref?.sectionName ? `/${ref.sectionName}` : ''}`;
+    for (const c of ancestor.conditions ?? []) {
+      if (c.observedGeneration !== undefined && c.observedGeneration !== metadata?.generation) continue;
+      const refused = (c.type === 'Accepted' && c.status === 'False') || (c.type === 'Overridden' && c.status === 'True');
+      if (refused) refusals.push(`${gateway}: ${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd());
+    }
+  }
+  return refusals.length ? refusals.join('; ') : undefined;
+};
 
 /** One SecurityPolicy per namespace of the targetRefs; none for an empty list. */
 export function desiredSecurityPolicies(ctx: Pick<TargetContext, 'sub' | 'list'>, target: EnvoySecurityPolicyTarget): DesiredObject[] {
@@ -44,8 +80,9 @@ async function apply(ctx: TargetContext, target: EnvoySecurityPolicyTarget): Pro
     return outcome;
   }
   const desired = desiredSecurityPolicies(ctx, target);
-  const result = await syncObjects(ctx, SECURITY_POLICY, desired, { selector: targetSelector(ctx.sub, FIELD) });
+  const result = await syncObjects(ctx, SECURITY_POLICY, desired, { selector: targetSelector(ctx.sub, FIELD) }, envoyRefusal);
   outcome.writes = result.written + result.deleted;
+  outcome.problems.push(...refusalProblems(ctx, SECURITY_POLICY, desired, FIELD));
   outcome.objects = desired.map((d) => ({ kind: SECURITY_POLICY.kind, namespace: d.namespace, name: d.name, cidrs: list.all.length }));
   return outcome;
 }

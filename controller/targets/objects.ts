@@ -31,7 +31,7 @@ import {
 } from '../k8s.ts';
 import { ledgerKey } from '../ledger.ts';
 import { shardList } from './shards.ts';
-import type { CleanupContext, Listing, TargetContext, TargetOutcome } from './types.ts';
+import type { CleanupContext, Listing, TargetContext, TargetOutcome, TargetProblem } from './types.ts';
 
 /** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
 export const TARGET_LABEL = 'blockfeed.dev/target';
@@ -55,6 +55,14 @@ export interface OwnedScope {
   selector: string;
   namespace?: string;
 }
+
+/**
+ * For an enforcement point that reports on the objects it is given, in their status: why it does not enforce
+ * one at its current generation, or undefined (it does, or has not said yet). Pure. syncObjects reads it
+ * whenever it reads a whole object (an enforcement point's status write changes the object's resourceVersion,
+ * which the drift watch reports), and the ledger keeps it until the version changes.
+ */
+export type Refusal = (object: Record<string, unknown>) => string | undefined;
 
 export interface SyncResult {
   /** objects created or replaced */
@@ -186,6 +194,7 @@ export async function syncObjects(
   resource: ResourceType,
   desiredState: readonly DesiredObject[] | (() => readonly DesiredObject[] | Promise<readonly DesiredObject[]>),
   scope: OwnedScope,
+  refusal?: Refusal,
 ): Promise<SyncResult> {
   const { apis, sub } = ctx;
   const owner = `${sub.metadata.namespace}/${sub.metadata.name}`;
@@ -210,7 +219,7 @@ export async function syncObjects(
       // Our hash at a version this process has not seen (a restart, or an edit): compare for real.
       const current = await getObject<Record<string, unknown> & { metadata?: ObjectMeta }>(apis, resource, namespace, want.name);
       if (current && holdsDesired(current, want, annotations)) {
-        apis.ledger.record(resource, namespace, want.name, current.metadata!.resourceVersion!, owner);
+        apis.ledger.record(resource, namespace, want.name, current.metadata!.resourceVersion!, owner, refusal?.(current));
         return 0;
       }
       resourceVersion = current?.metadata?.resourceVersion;
@@ -253,6 +262,17 @@ export async function syncObjects(
     deleted += await removeObject(ctx, resource, m);
   }
   return { written: writes.reduce((a, b) => a + b, 0), deleted };
+}
+
+/** The refusals the ledger holds for these objects at the versions this process last saw, as target problems. */
+export function refusalProblems(ctx: CleanupContext, resource: ResourceType, objects: readonly DesiredObject[], field: string): TargetProblem[] {
+  const problems: TargetProblem[] = [];
+  for (const o of objects) {
+    const refusal = ctx.apis.ledger.get(ledgerKey(resource, resource.namespaced ? o.namespace : undefined, o.name))?.refusal;
+    const where = `${resource.kind} ${resource.namespaced ? `${o.namespace}/` : ''}${o.name}`;
+    if (refusal !== undefined) problems.push({ reason: 'TargetNotEnforced', message: `${field}: ${where} is not enforced: ${refusal}` });
+  }
+  return problems;
 }
 
 async function removeObject(ctx: CleanupContext, resource: ResourceType, m: ObjectMeta): Promise<number> {

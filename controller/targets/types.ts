@@ -33,9 +33,10 @@ export interface Listing {
  * it happens: TargetTooLarge (the list is beyond what the object kind or the enforcement point takes),
  * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
  * TargetNotFound (an object the target names does not exist), TargetConflict (an object it would write exists
- * and is someone else's).
+ * and is someone else's), TargetNotEnforced (the enforcement point says, in the object's status, that it does not
+ * enforce the object, or not everywhere it is attached).
  */
-export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict';
+export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced';
 
 export interface TargetProblem {
   reason: ProblemReason;

@@ -4,7 +4,7 @@ import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
 import { desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
-import { desiredSecurityPolicies } from '../../../controller/targets/envoy-security-policy.ts';
+import { desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
 import { desiredAuthorizationPolicies } from '../../../controller/targets/istio-authorization-policy.ts';
 import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
@@ -115,6 +115,34 @@ describe('enforcement point objects', () => {
       },
     });
     expect(desiredSecurityPolicies({ sub, list: splitFamilies([]) }, target)).toEqual([]);
+  });
+
+  it("reads Envoy Gateway's refusals of a SecurityPolicy from its status, for its current generation only", () => {
+    const gateway = { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'web', name: 'edge' };
+    const condition = (type: string, status: string, reason: string, message: string, observedGeneration = 3) => ({ type, status, reason, message, observedGeneration });
+    const policy = (...ancestors: { ancestorRef: Record<string, string>; conditions: ReturnType<typeof condition>[] }[]) => ({
+      metadata: { generation: 3 },
+      status: { ancestors: ancestors.map((a) => ({ ...a, controllerName: 'gateway.envoyproxy.io/gatewayclass-controller' })) },
+    });
+    expect(envoyRefusal({ metadata: { generation: 1 } })).toBeUndefined();
+    expect(envoyRefusal(policy({ ancestorRef: gateway, conditions: [condition('Accepted', 'True', 'Accepted', 'Policy has been accepted.')] }))).toBeUndefined();
+    const conflicted = condition('Accepted', 'False', 'Conflicted', 'Unable to target Gateway web/edge, another SecurityPolicy has already attached to it');
+    expect(envoyRefusal(policy({ ancestorRef: gateway, conditions: [conflicted] }))).toBe(
+      'Gateway web/edge: Accepted False (Conflicted): Unable to target Gateway web/edge, another SecurityPolicy has already attached to it',
+    );
+    // accepted for the Gateway, but other policies take its place on some routes
+    const overridden = condition('Overridden', 'True', 'Overridden', 'This policy is being overridden by other securityPolicies for these routes: [web/shop]');
+    const listener = { ...gateway, sectionName: 'https' };
+    expect(envoyRefusal(policy({ ancestorRef: listener, conditions: [condition('Accepted', 'True', 'Accepted', 'ok'), overridden] }))).toBe(
+      'Gateway web/edge/https: Overridden True (Overridden): This policy is being overridden by other securityPolicies for these routes: [web/shop]',
+    );
+    // a status about an older generation says nothing about this one
+    expect(envoyRefusal(policy({ ancestorRef: gateway, conditions: [{ ...conflicted, observedGeneration: 2 }] }))).toBeUndefined();
+    // every refusing ancestor is named
+    const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'web', name: 'shop' };
+    expect(envoyRefusal(policy({ ancestorRef: gateway, conditions: [conflicted] }, { ancestorRef: route, conditions: [condition('Accepted', 'False', 'Invalid', 'no such route')] }))).toMatch(
+      /^Gateway web\/edge: .*; HTTPRoute web\/shop: Accepted False \(Invalid\): no such route$/,
+    );
   });
 
   it('Istio: one DENY policy per part, remoteIpBlocks or ipBlocks, attached by selector or targetRefs', () => {
