@@ -52,8 +52,14 @@ export function desiredSecurityPolicies(ctx: Pick<TargetContext, 'sub' | 'list'>
   const { sub, list } = ctx;
   if (!list.all.length) return [];
   const byNamespace = new Map<string, EnvoySecurityPolicyTarget['targetRefs']>();
+  const seen = new Set<string>();
   for (const ref of target.targetRefs) {
     const namespace = ref.namespace ?? sub.metadata.namespace;
+    // A reference given twice is attached once (the CRD cannot refuse duplicates: a CEL rule comparing every
+    // pair is over the apiserver's cost budget).
+    const key = JSON.stringify([namespace, ref.group, ref.kind, ref.name, ref.sectionName ?? '']);
+    if (seen.has(key)) continue;
+    seen.add(key);
     byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), ref]);
   }
   const authorization = { defaultAction: 'Allow', rules: [{ name: 'blockfeed-deny-list', action: 'Deny', principal: { clientCIDRs: list.all } }] };

@@ -101,10 +101,14 @@ describe('enforcement point objects', () => {
         { group: 'gateway.networking.k8s.io', kind: 'Gateway' as const, name: 'edge' },
         { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' as const, name: 'shop', namespace: 'web', sectionName: 'checkout' },
         { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' as const, name: 'api', namespace: 'web' },
+        // given twice: attached once
+        { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' as const, name: 'api', namespace: 'web' },
+        { group: 'gateway.networking.k8s.io', kind: 'Gateway' as const, name: 'edge', namespace: 'team-a' },
       ],
     };
     const policies = desiredSecurityPolicies({ sub, list }, target);
     expect(policies.map((p) => p.namespace)).toEqual(['team-a', 'web']);
+    expect((policies[0]!.content.spec as { targetRefs: unknown[] }).targetRefs).toEqual([{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }]);
     expect(policies[1]!.content).toEqual({
       spec: {
         targetRefs: [
