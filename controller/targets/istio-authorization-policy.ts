@@ -1,13 +1,40 @@
 // Istio target: AuthorizationPolicies (security.istio.io/v1, action DENY) holding the list as the source of
 // their one rule, remoteIpBlocks (the original client, as the gateway trusts X-Forwarded-For or the PROXY
 // protocol) or ipBlocks (the connection peer). DENY policies add up, so a long list is cut into several.
+// In ambient mode istiod reports in each policy's status whether ztunnel or the waypoint enforces it as written;
+// one that either refuses, or enforces without what it cannot (remoteIpBlocks at ztunnel), makes the target
+// Degraded (TargetNotEnforced) for as long as the status says so.
 import type { IstioAuthorizationPolicyTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { applyCut, deleteOwned, ownedMetadata, ownerReferencesIn, targetSelector, type DesiredObject } from './objects.ts';
+import { applyCut, deleteOwned, ownedMetadata, ownerReferencesIn, targetSelector, type DesiredObject, type Refusal } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'istioAuthorizationPolicy';
 const AUTHORIZATION_POLICY: ResourceType = { group: 'security.istio.io', version: 'v1', kind: 'AuthorizationPolicy', plural: 'authorizationpolicies', namespaced: true };
+
+interface PolicyStatus {
+  metadata?: { generation?: number };
+  /** observedGeneration is an int-or-string in Istio's status */
+  status?: { conditions?: { type?: string; status?: string; reason?: string; message?: string; observedGeneration?: number | string }[] };
+}
+
+/** The conditions istiod writes about who enforces an AuthorizationPolicy in ambient mode. */
+const ENFORCERS = new Set(['ZtunnelAccepted', 'WaypointAccepted']);
+
+/**
+ * Why istiod says an AuthorizationPolicy is not enforced as written, for its current generation: ztunnel or
+ * the waypoint does not accept it, or accepts it without the values it cannot enforce (UnsupportedValue).
+ */
+export const istioRefusal: Refusal = (object) => {
+  const { metadata, status } = object as PolicyStatus;
+  const refusals: string[] = [];
+  for (const c of status?.conditions ?? []) {
+    if (!ENFORCERS.has(c.type ?? '')) continue;
+    if (c.observedGeneration !== undefined && Number(c.observedGeneration) !== metadata?.generation) continue;
+    if (c.status === 'False' || c.reason === 'UnsupportedValue') refusals.push(`${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd());
+  }
+  return refusals.length ? refusals.join('; ') : undefined;
+};
 
 /** One DENY policy per part of the list: <name>-0, <name>-1, ... */
 export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, target: IstioAuthorizationPolicyTarget, shards: readonly string[][]): DesiredObject[] {
@@ -27,7 +54,7 @@ export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, ta
 function apply(ctx: TargetContext, target: IstioAuthorizationPolicyTarget): Promise<TargetOutcome> {
   // Every namespace: policies left in a namespace the target no longer names go too.
   return applyCut(ctx, { field: FIELD, metricKind: AUTHORIZATION_POLICY.kind }, target.maxCIDRs, (shards) => [
-    { resource: AUTHORIZATION_POLICY, objects: desiredAuthorizationPolicies(ctx, target, shards), cidrs: (i) => shards[i]!.length },
+    { resource: AUTHORIZATION_POLICY, objects: desiredAuthorizationPolicies(ctx, target, shards), cidrs: (i) => shards[i]!.length, refusal: istioRefusal },
   ]);
 }
 

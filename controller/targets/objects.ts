@@ -303,6 +303,8 @@ export interface ObjectGroup {
   resource: ResourceType;
   objects: readonly DesiredObject[];
   cidrs: (index: number) => number;
+  /** what the enforcement point says about these objects in their status */
+  refusal?: Refusal;
 }
 
 /**
@@ -321,13 +323,14 @@ export async function applyCut(
   const groups = 'shards' in cut ? build(cut.shards) : [];
   const outcome: TargetOutcome = { kind: target.metricKind, objects: [], writes: 0, problems: 'problem' in cut ? [cut.problem] : [] };
   const selector = targetSelector(ctx.sub, field);
-  const settled = await Promise.allSettled(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector })));
+  const settled = await Promise.allSettled(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector }, g.refusal)));
   // The first failure in the groups' order, not in time: the status says the same thing every time.
   const results = settled.map((r) => {
     if (r.status === 'rejected') throw r.reason;
     return r.value;
   });
   outcome.writes = results.reduce((n, r) => n + r.written + r.deleted, 0);
+  for (const g of groups) if (g.refusal) outcome.problems.push(...refusalProblems(ctx, g.resource, g.objects, field));
   outcome.objects = groups.flatMap((g) => g.objects.map((o, i) => ({ kind: g.resource.kind, ...(o.namespace ? { namespace: o.namespace } : {}), name: o.name, cidrs: g.cidrs(i) })));
   return outcome;
 }

@@ -34,7 +34,7 @@ export interface Listing {
  * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
  * TargetNotFound (an object the target names does not exist), TargetConflict (an object it would write exists
  * and is someone else's), TargetNotEnforced (the enforcement point says, in the object's status, that it does not
- * enforce the object, or not everywhere it is attached).
+ * enforce the object as written, or not everywhere it is attached).
  */
 export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced';
 

@@ -6,7 +6,7 @@ import { desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-gr
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
 import { desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
-import { desiredAuthorizationPolicies } from '../../../controller/targets/istio-authorization-policy.ts';
+import { desiredAuthorizationPolicies, istioRefusal } from '../../../controller/targets/istio-authorization-policy.ts';
 import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
 import { OBJECT_BUDGET, shardList } from '../../../controller/targets/shards.ts';
 import { splitFamilies } from '../../../controller/targets/types.ts';
@@ -119,6 +119,20 @@ describe('enforcement point objects', () => {
       },
     });
     expect(desiredSecurityPolicies({ sub, list: splitFamilies([]) }, target)).toEqual([]);
+  });
+
+  it("reads istiod's ambient verdicts on an AuthorizationPolicy from its status, for its current generation only", () => {
+    const policy = (...conditions: Record<string, string | number>[]) => ({ metadata: { generation: 2 }, status: { conditions } });
+    expect(istioRefusal({ metadata: { generation: 2 } })).toBeUndefined();
+    expect(istioRefusal(policy({ type: 'ZtunnelAccepted', status: 'True', reason: 'Accepted', message: 'attached to ztunnel', observedGeneration: '2' }))).toBeUndefined();
+    // accepted without what ztunnel cannot enforce: not the policy as written
+    expect(istioRefusal(policy({ type: 'ZtunnelAccepted', status: 'True', reason: 'UnsupportedValue', message: 'ztunnel does not support HTTP attributes', observedGeneration: 2 }))).toBe(
+      'ZtunnelAccepted True (UnsupportedValue): ztunnel does not support HTTP attributes',
+    );
+    expect(istioRefusal(policy({ type: 'WaypointAccepted', status: 'False', reason: 'Invalid', message: 'no waypoint', observedGeneration: '2' }))).toBe('WaypointAccepted False (Invalid): no waypoint');
+    // an older generation's verdict, and conditions about other things, say nothing
+    expect(istioRefusal(policy({ type: 'ZtunnelAccepted', status: 'False', reason: 'Invalid', message: 'old', observedGeneration: '1' }))).toBeUndefined();
+    expect(istioRefusal(policy({ type: 'Reconciled', status: 'False', reason: 'Pending', message: '', observedGeneration: 2 }))).toBeUndefined();
   });
 
   it("reads Envoy Gateway's refusals of a SecurityPolicy from its status, for its current generation only", () => {

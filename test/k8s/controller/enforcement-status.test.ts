@@ -1,0 +1,147 @@
+// Envoy Gateway and istiod report in each policy's status whether they enforce it as written: a SecurityPolicy
+// Envoy Gateway did not accept (a conflict with another on the same Gateway) or that others override on some
+// routes, an AuthorizationPolicy ztunnel enforces without its remoteIpBlocks. The subscription must say so.
+// Neither controller runs here (each needs its proxies), so these tests write the status they write, through
+// the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
+import { eventually, freshNamespace } from '../../support/k8s.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from './support.ts';
+
+const POLICIES = '/apis/gateway.envoyproxy.io/v1alpha1';
+const CONTROLLER_NAME = 'gateway.envoyproxy.io/gatewayclass-controller';
+const CONFLICT = 'Unable to target Gateway edge, another SecurityPolicy has already attached to it';
+
+interface Policy {
+  metadata: { name: string; namespace: string; generation: number; resourceVersion: string };
+  status?: unknown;
+}
+
+/** A subscription with one target, its controller, and the one policy object the target writes. */
+function scenario(field: string, target: Record<string, unknown>, collection: string) {
+  const feed = new FeedServer();
+  const name = 'attackers';
+  // Set in beforeAll; the tests read it after.
+  const s = {} as { h: Harness; home: string };
+
+  const policy = async (): Promise<Policy> => {
+    const selector = encodeURIComponent(`blockfeed.dev/subscription=${subscriptionKey({ metadata: { namespace: s.home, name } })}`);
+    const list = JSON.parse(await apiRequest(s.h.apis, 'GET', `${collection}?labelSelector=${selector}`)) as { items: Policy[] };
+    expect(list.items).toHaveLength(1);
+    return list.items[0]!;
+  };
+  /** Writes the policy's status, as the enforcement point's controller does. */
+  const reportStatus = async (status: (p: Policy) => unknown): Promise<void> => {
+    const current = await policy();
+    const path = `${collection.replace(/\/([a-z]+)$/, `/namespaces/${current.metadata.namespace}/$1`)}/${current.metadata.name}/status`;
+    await apiRequest(s.h.apis, 'PUT', path, { json: JSON.stringify({ ...current, status: status(current) }) });
+  };
+  const degraded = async () => condition(await getSubscription(s.h, s.home, name), 'Degraded');
+  const degradedNow = () =>
+    eventually(async () => {
+      const d = await degraded();
+      return d?.status === 'True' ? d : undefined;
+    }, 30_000, 'Degraded');
+
+  beforeAll(async () => {
+    await feed.start();
+    feed.lines = ['203.0.113.7', '2001:db8:1::/64'];
+    s.home = await freshNamespace('bls-ep-status');
+    s.h = await startController(s.home);
+    await applySubscription(s.h, s.home, name, { feed: { url: feed.url, endpoint: 'export' }, interval: '6h', targets: [{ [field]: target }] });
+    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 60_000, 'the first sync');
+  });
+
+  afterAll(async () => {
+    await s.h?.stop();
+    await feed.stop();
+  });
+
+  return { s, name, policy, reportStatus, degraded, degradedNow };
+}
+
+const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
+  const { s: t, name, policy, reportStatus, degraded, degradedNow } = scenario('envoySecurityPolicy', { targetRefs: [{ kind: 'Gateway', name: 'edge' }] }, `${POLICIES}/securitypolicies`);
+
+  /** Envoy Gateway's status: one ancestor, the Gateway, with these conditions about the current generation. */
+  const envoyStatus = (conditions: { type: string; status: 'True' | 'False'; reason: string; message: string }[]) => (p: Policy) => ({
+    ancestors: [
+      {
+        ancestorRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: t.home, name: 'edge' },
+        controllerName: CONTROLLER_NAME,
+        conditions: conditions.map((c) => ({ ...c, observedGeneration: p.metadata.generation, lastTransitionTime: now() })),
+      },
+    ],
+  });
+
+  it('is Degraded while Envoy Gateway does not accept the policy, and says why', async () => {
+    await reportStatus(envoyStatus([{ type: 'Accepted', status: 'False', reason: 'Conflicted', message: CONFLICT }]));
+    const reported = await degradedNow();
+    const policyName = (await policy()).metadata.name;
+    expect(reported).toMatchObject({ reason: 'TargetNotEnforced' });
+    expect(reported.message).toBe(`envoySecurityPolicy: SecurityPolicy ${t.home}/${policyName} is not enforced: Gateway ${t.home}/edge: Accepted False (Conflicted): ${CONFLICT}`);
+    const sub = await getSubscription(t.h, t.home, name);
+    expect(sub.status?.targets).toEqual([expect.objectContaining({ target: 'envoySecurityPolicy', state: 'Degraded', reason: 'TargetNotEnforced' })]);
+    expect(await events(t.h, t.home, name)).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'TargetNotEnforced' }));
+  });
+
+  it('stays Degraded through a sync that reads nothing new, and writes nothing', async () => {
+    const before = (await policy()).metadata.resourceVersion;
+    const sub = await syncNow(t.h, t.home, name);
+    expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetNotEnforced' });
+    expect((await policy()).metadata.resourceVersion).toBe(before);
+  });
+
+  it('is Degraded after a restart too: the new process reads the status back', async () => {
+    await t.h.stop();
+    t.h = await startController(t.home);
+    await eventually(async () => (t.h.controller.repairs > 0 ? true : undefined), 30_000, 'the start-up check');
+    await t.h.controller.idle();
+    expect(await degraded()).toMatchObject({ status: 'True', reason: 'TargetNotEnforced' });
+  });
+
+  it('clears once Envoy Gateway accepts the policy', async () => {
+    await reportStatus(envoyStatus([{ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Policy has been accepted.' }]));
+    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+    expect((await getSubscription(t.h, t.home, name)).status?.targets).toEqual([expect.objectContaining({ state: 'Applied' })]);
+  });
+
+  it('is Degraded while other SecurityPolicies override it on some routes', async () => {
+    const routes = `This policy is being overridden by other securityPolicies for these routes: [${t.home}/shop]`;
+    await reportStatus(
+      envoyStatus([
+        { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Policy has been accepted.' },
+        { type: 'Overridden', status: 'True', reason: 'Overridden', message: routes },
+      ]),
+    );
+    expect((await degradedNow()).message).toContain(`Gateway ${t.home}/edge: Overridden True (Overridden): ${routes}`);
+  });
+});
+
+describe("the istioAuthorizationPolicy target and istiod's status", () => {
+  const target = { selector: { matchLabels: { app: 'web' } }, clientAddress: 'RemoteIp' };
+  const { s: t, policy, reportStatus, degraded, degradedNow } = scenario('istioAuthorizationPolicy', target, '/apis/security.istio.io/v1/authorizationpolicies');
+  const UNSUPPORTED =
+    'ztunnel does not support HTTP attributes (found: remoteIpBlocks). In ambient mode you must use a waypoint proxy to enforce HTTP rules. ' +
+    'DENY policy with HTTP attributes is enforced without the HTTP rules. This will be more restrictive than requested.';
+  /** istiod's status: one condition about the current generation (an int-or-string in Istio's schema). */
+  const istioStatus = (reason: string, message: string) => (p: Policy) => ({
+    conditions: [{ type: 'ZtunnelAccepted', status: 'True', reason, message, observedGeneration: String(p.metadata.generation), lastTransitionTime: now() }],
+  });
+
+  it('is Degraded while ztunnel enforces the policy without its remoteIpBlocks, and says why', async () => {
+    await reportStatus(istioStatus('UnsupportedValue', UNSUPPORTED));
+    const reported = await degradedNow();
+    expect(reported).toMatchObject({ reason: 'TargetNotEnforced' });
+    expect(reported.message).toBe(
+      `istioAuthorizationPolicy: AuthorizationPolicy ${t.home}/${(await policy()).metadata.name} is not enforced: ZtunnelAccepted True (UnsupportedValue): ${UNSUPPORTED}`,
+    );
+  });
+
+  it('clears once istiod says ztunnel enforces it', async () => {
+    await reportStatus(istioStatus('Accepted', 'attached to ztunnel'));
+    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+  });
+});
