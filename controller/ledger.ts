@@ -3,8 +3,8 @@
 //   - an object still at that version needs no read before an unchanged sync skips it (its content-hash
 //     annotation is ours, and nobody has touched it since);
 //   - a watch event for a known object at another version, or its deletion, is drift (drift.ts);
-//   - a refusal read from the object's status at that version stays true until the version changes, so a sync
-//     that reads nothing still reports it.
+//   - a refusal read from the object's status stays until the object is read again, so a sync that reads
+//     nothing still reports it, and so does one that writes a new version.
 // A restarted process starts empty: the first sync reads each object once and records it.
 import type { ResourceType } from './k8s.ts';
 
@@ -12,7 +12,7 @@ interface Entry {
   resourceVersion: string;
   /** "namespace/name" of the subscription that owns the object */
   owner: string;
-  /** why the enforcement point does not enforce the object at this version (targets/objects.ts Refusal) */
+  /** why the enforcement point does not enforce the object, as its status said when last read (targets/objects.ts Refusal) */
   refusal?: string;
 }
 

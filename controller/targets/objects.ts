@@ -60,7 +60,7 @@ export interface OwnedScope {
  * For an enforcement point that reports on the objects it is given, in their status: why it does not enforce
  * one at its current generation, or undefined (it does, or has not said yet). Pure. syncObjects reads it
  * whenever it reads a whole object (an enforcement point's status write changes the object's resourceVersion,
- * which the drift watch reports), and the ledger keeps it until the version changes.
+ * which the drift watch reports), and the ledger keeps it until the object is read again.
  */
 export type Refusal = (object: Record<string, unknown>) => string | undefined;
 
@@ -250,7 +250,9 @@ export async function syncObjects(
         answer = await sendJson(apis, 'PUT', objectPath(resource, namespace, want.name), `${prefix}${JSON.stringify(taken)},${contentJson.slice(1)}`);
       }
     }
-    if (answer.resourceVersion) apis.ledger.record(resource, namespace, want.name, answer.resourceVersion, owner);
+    // A refusal outlives the write: what made the enforcement point refuse the object (another policy, say) is
+    // likely still there, and its next status write says whether it is.
+    if (answer.resourceVersion) apis.ledger.record(resource, namespace, want.name, answer.resourceVersion, owner, apis.ledger.get(key)?.refusal);
     apis.writes.count(resource.kind);
     return 1;
   });

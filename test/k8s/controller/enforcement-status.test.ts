@@ -57,13 +57,13 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
     await feed.stop();
   });
 
-  return { s, name, policy, reportStatus, degraded, degradedNow };
+  return { s, feed, name, policy, reportStatus, degraded, degradedNow };
 }
 
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
-  const { s: t, name, policy, reportStatus, degraded, degradedNow } = scenario('envoySecurityPolicy', { targetRefs: [{ kind: 'Gateway', name: 'edge' }] }, `${POLICIES}/securitypolicies`);
+  const { s: t, feed, name, policy, reportStatus, degraded, degradedNow } = scenario('envoySecurityPolicy', { targetRefs: [{ kind: 'Gateway', name: 'edge' }] }, `${POLICIES}/securitypolicies`);
 
   /** Envoy Gateway's status: one ancestor, the Gateway, with these conditions about the current generation. */
   const envoyStatus = (conditions: { type: string; status: 'True' | 'False'; reason: string; message: string }[]) => (p: Policy) => ({
@@ -98,6 +98,18 @@ describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
     await t.h.stop();
     t.h = await startController(t.home);
     await eventually(async () => (t.h.controller.repairs > 0 ? true : undefined), 30_000, 'the start-up check');
+    await t.h.controller.idle();
+    expect(await degraded()).toMatchObject({ status: 'True', reason: 'TargetNotEnforced' });
+  });
+
+  it('stays Degraded through a new list, until Envoy Gateway reports on the new generation', async () => {
+    const before = (await policy()).metadata.generation;
+    feed.lines = [...feed.lines, '198.51.100.7'];
+    const sub = await syncNow(t.h, t.home, name);
+    expect((await policy()).metadata.generation).toBe(before + 1);
+    expect(condition(sub, 'Degraded')).toMatchObject({ status: 'True', reason: 'TargetNotEnforced' });
+    // still in conflict at the new generation
+    await reportStatus(envoyStatus([{ type: 'Accepted', status: 'False', reason: 'Conflicted', message: CONFLICT }]));
     await t.h.controller.idle();
     expect(await degraded()).toMatchObject({ status: 'True', reason: 'TargetNotEnforced' });
   });
