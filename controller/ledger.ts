@@ -27,7 +27,7 @@ export class Ledger {
   onNewResource?: (resource: ResourceType) => void;
 
   record(resource: ResourceType, namespace: string | undefined, name: string, resourceVersion: string, owner: string, refusal?: string): void {
-    this.entries.set(ledgerKey(resource, namespace, name), refusal === undefined ? { resourceVersion, owner } : { resourceVersion, owner, refusal });
+    this.entries.set(ledgerKey(resource, namespace, name), { resourceVersion, owner, refusal });
     const kindKey = `${resource.group}/${resource.version}/${resource.plural}`;
     if (!this.resources.has(kindKey)) {
       this.resources.set(kindKey, resource);

@@ -7,24 +7,28 @@
 // the target Degraded (TargetNotEnforced) for as long as the status says so.
 import type { EnvoySecurityPolicyTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, refusalProblems, syncObjects, targetSelector, type DesiredObject, type Refusal } from './objects.ts';
+import {
+  aboutGeneration,
+  conditionText,
+  deleteOwned,
+  ownedMetadata,
+  ownerReferencesIn,
+  refusalProblems,
+  syncObjects,
+  targetSelector,
+  type DesiredObject,
+  type Refusal,
+  type StatusCondition,
+} from './objects.ts';
 import { oneObjectProblem } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'envoySecurityPolicy';
 const SECURITY_POLICY: ResourceType = { group: 'gateway.envoyproxy.io', version: 'v1alpha1', kind: 'SecurityPolicy', plural: 'securitypolicies', namespaced: true };
 
-interface PolicyCondition {
-  type?: string;
-  status?: string;
-  reason?: string;
-  message?: string;
-  observedGeneration?: number;
-}
-
 interface PolicyStatus {
   metadata?: { generation?: number };
-  status?: { ancestors?: { ancestorRef?: { kind?: string; namespace?: string; name?: string; sectionName?: string }; conditions?: PolicyCondition[] }[] };
+  status?: { ancestors?: { ancestorRef?: { kind?: string; namespace?: string; name?: string; sectionName?: string }; conditions?: StatusCondition[] }[] };
 }
 
 /**
@@ -39,9 +43,8 @@ export const envoyRefusal: Refusal = (object) => {
     const ref = ancestor.ancestorRef;
     const gateway = `${ref?.kind ?? 'Gateway'} ${ref?.namespace ? `${ref.namespace}/` : ''}${ref?.name ?? '?'}${ref?.sectionName ? `/${ref.sectionName}` : ''}`;
     for (const c of ancestor.conditions ?? []) {
-      if (c.observedGeneration !== undefined && c.observedGeneration !== metadata?.generation) continue;
       const refused = (c.type === 'Accepted' && c.status === 'False') || (c.type === 'Overridden' && c.status === 'True');
-      if (refused) refusals.push(`${gateway}: ${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd());
+      if (refused && aboutGeneration(c, metadata?.generation)) refusals.push(`${gateway}: ${conditionText(c)}`);
     }
   }
   return refusals.length ? refusals.join('; ') : undefined;

@@ -6,7 +6,18 @@
 // Degraded (TargetNotEnforced) for as long as the status says so.
 import type { IstioAuthorizationPolicyTarget } from '../api/v1alpha1.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
-import { applyCut, deleteOwned, ownedMetadata, ownerReferencesIn, targetSelector, type DesiredObject, type Refusal } from './objects.ts';
+import {
+  aboutGeneration,
+  applyCut,
+  conditionText,
+  deleteOwned,
+  ownedMetadata,
+  ownerReferencesIn,
+  targetSelector,
+  type DesiredObject,
+  type Refusal,
+  type StatusCondition,
+} from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'istioAuthorizationPolicy';
@@ -14,8 +25,7 @@ const AUTHORIZATION_POLICY: ResourceType = { group: 'security.istio.io', version
 
 interface PolicyStatus {
   metadata?: { generation?: number };
-  /** observedGeneration is an int-or-string in Istio's status */
-  status?: { conditions?: { type?: string; status?: string; reason?: string; message?: string; observedGeneration?: number | string }[] };
+  status?: { conditions?: StatusCondition[] };
 }
 
 /** The conditions istiod writes about who enforces an AuthorizationPolicy in ambient mode. */
@@ -27,13 +37,10 @@ const ENFORCERS = new Set(['ZtunnelAccepted', 'WaypointAccepted']);
  */
 export const istioRefusal: Refusal = (object) => {
   const { metadata, status } = object as PolicyStatus;
-  const refusals: string[] = [];
-  for (const c of status?.conditions ?? []) {
-    if (!ENFORCERS.has(c.type ?? '')) continue;
-    if (c.observedGeneration !== undefined && Number(c.observedGeneration) !== metadata?.generation) continue;
-    if (c.status === 'False' || c.reason === 'UnsupportedValue') refusals.push(`${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd());
-  }
-  return refusals.length ? refusals.join('; ') : undefined;
+  const refusals = (status?.conditions ?? []).filter(
+    (c) => ENFORCERS.has(c.type ?? '') && (c.status === 'False' || c.reason === 'UnsupportedValue') && aboutGeneration(c, metadata?.generation),
+  );
+  return refusals.length ? refusals.map(conditionText).join('; ') : undefined;
 };
 
 /** One DENY policy per part of the list: <name>-0, <name>-1, ... */

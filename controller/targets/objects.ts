@@ -64,6 +64,22 @@ export interface OwnedScope {
  */
 export type Refusal = (object: Record<string, unknown>) => string | undefined;
 
+/** A condition in an enforcement point's status (Istio writes observedGeneration as an int-or-string). */
+export interface StatusCondition {
+  type?: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number | string;
+}
+
+/** Whether a condition is about this generation of its object (one that does not say is taken as current). */
+export const aboutGeneration = (c: StatusCondition, generation: number | undefined) =>
+  c.observedGeneration === undefined || Number(c.observedGeneration) === generation;
+
+/** A condition as a refusal quotes it: `Accepted False (Conflicted): message`. */
+export const conditionText = (c: StatusCondition) => `${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd();
+
 export interface SyncResult {
   /** objects created or replaced */
   written: number;
@@ -266,7 +282,7 @@ export async function syncObjects(
   return { written: writes.reduce((a, b) => a + b, 0), deleted };
 }
 
-/** The refusals the ledger holds for these objects at the versions this process last saw, as target problems. */
+/** The refusals the ledger holds for these objects, as their status said when last read, as target problems. */
 export function refusalProblems(ctx: CleanupContext, resource: ResourceType, objects: readonly DesiredObject[], field: string): TargetProblem[] {
   const problems: TargetProblem[] = [];
   for (const o of objects) {
