@@ -78,7 +78,7 @@ export const aboutGeneration = (c: StatusCondition, generation: number | undefin
   c.observedGeneration === undefined || Number(c.observedGeneration) === generation;
 
 /** A condition as a refusal quotes it: `Accepted False (Conflicted): message`. */
-export const conditionText = (c: StatusCondition) => `${c.type} ${c.status} (${c.reason ?? 'no reason'}): ${c.message ?? ''}`.trimEnd();
+export const conditionText = (c: StatusCondition) => `${c.type} ${c.status}${c.reason ? ` (${c.reason})` : ''}: ${c.message ?? ''}`.trimEnd();
 
 export interface SyncResult {
   /** objects created or replaced */

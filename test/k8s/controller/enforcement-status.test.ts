@@ -1,8 +1,9 @@
-// Envoy Gateway and istiod report in each policy's status whether they enforce it as written: a SecurityPolicy
-// Envoy Gateway did not accept (a conflict with another on the same Gateway) or that others override on some
-// routes, an AuthorizationPolicy ztunnel enforces without its remoteIpBlocks. The subscription must say so.
-// Neither controller runs here (each needs its proxies), so these tests write the status they write, through
-// the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
+// Envoy Gateway, istiod and the Cilium operator report in each policy's status whether it is enforced as
+// written: a SecurityPolicy Envoy Gateway did not accept (a conflict with another on the same Gateway) or that
+// others override on some routes, an AuthorizationPolicy ztunnel enforces without its remoteIpBlocks, a
+// CiliumClusterwideNetworkPolicy the agents would refuse. The subscription must say so. None of these
+// controllers runs here (each needs its proxies or agents), so these tests write the status they write,
+// through the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
@@ -13,7 +14,7 @@ const CONTROLLER_NAME = 'gateway.envoyproxy.io/gatewayclass-controller';
 const CONFLICT = 'Unable to target Gateway edge, another SecurityPolicy has already attached to it';
 
 interface Policy {
-  metadata: { name: string; namespace: string; generation: number; resourceVersion: string };
+  metadata: { name: string; namespace?: string; generation: number; resourceVersion: string };
   status?: unknown;
 }
 
@@ -33,7 +34,8 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
   /** Writes the policy's status, as the enforcement point's controller does. */
   const reportStatus = async (status: (p: Policy) => unknown): Promise<void> => {
     const current = await policy();
-    const path = `${collection.replace(/\/([a-z]+)$/, `/namespaces/${current.metadata.namespace}/$1`)}/${current.metadata.name}/status`;
+    const { namespace } = current.metadata;
+    const path = `${namespace ? collection.replace(/\/([a-z]+)$/, `/namespaces/${namespace}/$1`) : collection}/${current.metadata.name}/status`;
     await apiRequest(s.h.apis, 'PUT', path, { json: JSON.stringify({ ...current, status: status(current) }) });
   };
   const degraded = async () => condition(await getSubscription(s.h, s.home, name), 'Degraded');
@@ -154,6 +156,26 @@ describe("the istioAuthorizationPolicy target and istiod's status", () => {
 
   it('clears once istiod says ztunnel enforces it', async () => {
     await reportStatus(istioStatus('Accepted', 'attached to ztunnel'));
+    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+  });
+});
+
+describe("the ciliumCIDRGroup target and the Cilium operator's status", () => {
+  const target = { policy: { endpointSelector: { matchLabels: { exposure: 'public' } } } };
+  const { policy, reportStatus, degraded, degradedNow } = scenario('ciliumCIDRGroup', target, '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies');
+  const INVALID = 'FromNodes/ToNodes rules can only be applied when the "enable-node-selector-labels" flag is set';
+  /** The operator's status: its one condition, with no reason and no generation, as Cilium writes it. */
+  const ciliumStatus = (status: 'True' | 'False', message: string) => () => ({ conditions: [{ type: 'Valid', status, message, lastTransitionTime: now() }] });
+
+  it('is Degraded while the operator finds the policy invalid, and says why', async () => {
+    await reportStatus(ciliumStatus('False', INVALID));
+    const reported = await degradedNow();
+    expect(reported).toMatchObject({ reason: 'TargetNotEnforced' });
+    expect(reported.message).toBe(`ciliumCIDRGroup: CiliumClusterwideNetworkPolicy ${(await policy()).metadata.name} is not enforced: Valid False: ${INVALID}`);
+  });
+
+  it('clears once the operator finds it valid', async () => {
+    await reportStatus(ciliumStatus('True', 'Policy validation succeeded'));
     await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
   });
 });

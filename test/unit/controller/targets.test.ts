@@ -2,7 +2,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
-import { desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-group.ts';
+import { ciliumRefusal, desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
 import { desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
@@ -133,6 +133,17 @@ describe('enforcement point objects', () => {
     // an older generation's verdict, and conditions about other things, say nothing
     expect(istioRefusal(policy({ type: 'ZtunnelAccepted', status: 'False', reason: 'Invalid', message: 'old', observedGeneration: '1' }))).toBeUndefined();
     expect(istioRefusal(policy({ type: 'Reconciled', status: 'False', reason: 'Pending', message: '', observedGeneration: 2 }))).toBeUndefined();
+  });
+
+  it("reads the Cilium operator's verdict on a policy from its status", () => {
+    const policy = (...conditions: Record<string, string>[]) => ({ metadata: { generation: 4 }, status: { conditions } });
+    expect(ciliumRefusal({ metadata: { generation: 1 } })).toBeUndefined();
+    expect(ciliumRefusal(policy({ type: 'Valid', status: 'True', message: 'Policy validation succeeded' }))).toBeUndefined();
+    // the operator sets no reason: the message is the agents' validation error
+    expect(ciliumRefusal(policy({ type: 'Valid', status: 'False', message: 'rule cannot have both EndpointSelector and NodeSelector' }))).toBe(
+      'Valid False: rule cannot have both EndpointSelector and NodeSelector',
+    );
+    expect(ciliumRefusal(policy({ type: 'Ready', status: 'False', message: 'something else' }))).toBeUndefined();
   });
 
   it("reads Envoy Gateway's refusals of a SecurityPolicy from its status, for its current generation only", () => {
