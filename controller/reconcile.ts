@@ -78,15 +78,15 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
 };
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
-const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'ApplyFailed']);
+const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'TargetUnsafe', 'ApplyFailed']);
 
 /**
  * Of those, the ones the cluster may fix with no change to the subscription: someone installs the enforcement
- * point, creates the object the target names, or frees the name. (The same list stays too large; a failed
- * write is retried by the work queue. An enforcement point that stops refusing an object says so in its status,
- * which the drift watch reports.)
+ * point, creates the object the target names, frees the name, or changes the enforcement point's
+ * configuration. (The same list stays too large; a failed write is retried by the work queue. An enforcement
+ * point that stops refusing an object says so in its status, which the drift watch reports.)
  */
-const WAITING_REASONS: ReadonlySet<string> = new Set(['TargetNotInstalled', 'TargetNotFound', 'TargetConflict']);
+const WAITING_REASONS: ReadonlySet<string> = new Set(['TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetUnsafe']);
 const waitsForCluster = (applied: Applied | undefined) => applied?.problems.some((p) => WAITING_REASONS.has(p.reason)) ?? false;
 
 const keyOf = (sub: BlocklistSubscription) => `${sub.metadata.namespace}/${sub.metadata.name}`;

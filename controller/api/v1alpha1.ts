@@ -464,8 +464,8 @@ export type TargetObject = Static<typeof TargetObject>;
 const TargetStatus = Type.Object(
   {
     target: Type.String({ description: 'the kind of target: its field in spec.targets[]' }),
-    state: StringEnum(['Applied', 'Degraded'] as const, { description: 'Applied: its objects hold the list; Degraded: they could not take it and what they held stays, or (TargetNotEnforced) the enforcement point does not enforce them' }),
-    reason: Type.Optional(Type.String({ description: 'why it is Degraded: TargetTooLarge (the last list stays in force), TargetNotInstalled, TargetNotFound, TargetConflict, TargetNotEnforced' })),
+    state: StringEnum(['Applied', 'Degraded'] as const, { description: 'Applied: its objects hold the list; Degraded: they could not take it and what they held stays, or (TargetNotEnforced) the enforcement point does not enforce them, or (TargetUnsafe) one is not written, as the enforcement point would block more than the list' }),
+    reason: Type.Optional(Type.String({ description: 'why it is Degraded: TargetTooLarge (the last list stays in force), TargetNotInstalled, TargetNotFound, TargetConflict, TargetNotEnforced, TargetUnsafe (not written: the enforcement point would block more than the list)' })),
     message: Type.Optional(Type.String({ description: 'details of what is wrong' })),
     cidrs: Type.Integer({ minimum: 0, description: 'CIDRs of the list it holds' }),
     objects: Type.Array(TargetObject, { description: 'the objects holding the list' }),

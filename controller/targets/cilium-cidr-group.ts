@@ -2,9 +2,11 @@
 // identity, which keeps large lists cheap), and by default a CiliumClusterwideNetworkPolicy denying ingress
 // from them (ingressDeny, fromCIDRSet, cidrGroupRef) with default deny off: it blocks the list and nothing else.
 // The Cilium operator checks each policy as the agents do before they enforce it, and writes the verdict into
-// the policy's status; a policy it finds invalid makes the target Degraded (TargetNotEnforced).
+// the policy's status; a policy it finds invalid makes the target Degraded (TargetNotEnforced). Agents that
+// ignore enableDefaultDeny would turn the policy into default deny for every endpoint it selects: then it is
+// not written (TargetUnsafe), and the groups alone are.
 import type { CiliumCIDRGroupTarget } from '../api/v1alpha1.ts';
-import { objectName, type ResourceType } from '../k8s.ts';
+import { apiRequest, objectName, type ResourceType } from '../k8s.ts';
 import { applyCut, conditionText, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal, type StatusCondition } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
@@ -22,6 +24,36 @@ export const ciliumRefusal: Refusal = (object) => {
   const invalid = conditions.filter((c) => c.type === 'Valid' && c.status === 'False');
   return invalid.length ? invalid.map(conditionText).join('; ') : undefined;
 };
+
+/** The agents' configuration, as Cilium's Helm chart and cilium-cli name it, in whichever namespace Cilium runs. */
+const AGENT_CONFIG = 'cilium-config';
+const NON_DEFAULT_DENY = 'enable-non-default-deny-policies';
+/** What the agents read as false (Go's strconv.ParseBool). */
+const FALSE = new Set(['0', 'f', 'F', 'false', 'FALSE', 'False']);
+
+interface AgentConfig {
+  metadata: { namespace?: string };
+  data?: Record<string, string>;
+}
+
+/**
+ * Why the policy must not be written: Cilium's agents run with non-default-deny policies off (Helm value
+ * enableNonDefaultDenyPolicies: false), and then ignore enableDefaultDeny, so this deny-only policy would put
+ * every endpoint it selects into default deny for ingress. Pure; no configuration found is Cilium's default, on.
+ */
+export function forcedDefaultDeny(configs: readonly AgentConfig[]): string | undefined {
+  const off = configs.find((c) => FALSE.has(c.data?.[NON_DEFAULT_DENY]?.trim() ?? ''));
+  if (!off) return undefined;
+  return (
+    `Cilium's agents run with ${NON_DEFAULT_DENY}=false (ConfigMap ${off.metadata.namespace ?? ''}/${AGENT_CONFIG}), so they ignore ` +
+    'enableDefaultDeny and the policy would put every endpoint it selects into default deny'
+  );
+}
+
+async function agentConfigs(ctx: TargetContext): Promise<AgentConfig[]> {
+  const path = `/api/v1/configmaps?fieldSelector=${encodeURIComponent(`metadata.name=${AGENT_CONFIG}`)}`;
+  return (JSON.parse(await apiRequest(ctx.apis, 'GET', path)) as { items: AgentConfig[] }).items;
+}
 
 /** The groups (<name>-0, <name>-1, ...) and the policy over them; no policy without groups (an empty list). */
 export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: CiliumCIDRGroupTarget, shards: readonly string[][]): { groups: DesiredObject[]; policy: DesiredObject[] } {
@@ -47,23 +79,34 @@ export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: Ci
   return { groups, policy: [policy] };
 }
 
-function apply(ctx: TargetContext, target: CiliumCIDRGroupTarget): Promise<TargetOutcome> {
+async function apply(ctx: TargetContext, target: CiliumCIDRGroupTarget): Promise<TargetOutcome> {
+  const unsafe = target.policy.enabled ? forcedDefaultDeny(await agentConfigs(ctx)) : undefined;
   // Groups and policy side by side: Cilium selects the groups a policy names by label, so one that does not
   // exist (yet, or any more) matches nothing.
-  return applyCut(ctx, { field: FIELD, metricKind: CIDR_GROUP.kind }, target.maxCIDRs, (shards) => {
+  const outcome = await applyCut(ctx, { field: FIELD, metricKind: CIDR_GROUP.kind }, target.maxCIDRs, (shards) => {
     const { groups, policy } = desiredCiliumObjects(ctx, target, shards);
     return [
       { resource: CIDR_GROUP, objects: groups, cidrs: (i) => shards[i]!.length },
-      { resource: CLUSTERWIDE_POLICY, objects: policy, cidrs: () => ctx.list.all.length, refusal: ciliumRefusal },
+      // An unsafe policy is not written, and one written before goes: no block is better than a cut-off cluster.
+      { resource: CLUSTERWIDE_POLICY, objects: unsafe ? [] : policy, cidrs: () => ctx.list.all.length, refusal: ciliumRefusal },
     ];
   });
+  if (unsafe) {
+    const fix = 'set it to true (Helm value enableNonDefaultDenyPolicies), or set policy.enabled: false and deny the groups in a policy of your own';
+    outcome.problems.push({ reason: 'TargetUnsafe', message: `${FIELD}: the CiliumClusterwideNetworkPolicy is not written: ${unsafe}; ${fix}` });
+  }
+  return outcome;
 }
 
 export const ciliumCIDRGroupTarget: TargetKind<'ciliumCIDRGroup'> = {
   field: FIELD,
   metricKind: CIDR_GROUP.kind,
   resources: [CIDR_GROUP, CLUSTERWIDE_POLICY],
-  rules: [{ apiGroups: ['cilium.io'], resources: [CIDR_GROUP.plural, CLUSTERWIDE_POLICY.plural], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] }],
+  rules: [
+    { apiGroups: ['cilium.io'], resources: [CIDR_GROUP.plural, CLUSTERWIDE_POLICY.plural], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+    // the agents' configuration (forcedDefaultDeny)
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['list'] },
+  ],
   apply,
   // The policy first: it must not outlive the groups it names.
   cleanup: (ctx) => deleteOwned(ctx, [CLUSTERWIDE_POLICY, CIDR_GROUP], { selector: targetSelector(ctx.sub, FIELD) }),

@@ -34,9 +34,10 @@ export interface Listing {
  * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
  * TargetNotFound (an object the target names does not exist), TargetConflict (an object it would write exists
  * and is someone else's), TargetNotEnforced (the enforcement point says, in the object's status, that it does not
- * enforce the object as written, or not everywhere it is attached).
+ * enforce the object as written, or not everywhere it is attached), TargetUnsafe (the enforcement point's
+ * configuration would make the object block more than the list: it is not written).
  */
-export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced';
+export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced' | 'TargetUnsafe';
 
 export interface TargetProblem {
   reason: ProblemReason;

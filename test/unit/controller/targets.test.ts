@@ -2,7 +2,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
-import { ciliumRefusal, desiredCiliumObjects } from '../../../controller/targets/cilium-cidr-group.ts';
+import { ciliumRefusal, desiredCiliumObjects, forcedDefaultDeny } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
 import { desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
@@ -144,6 +144,20 @@ describe('enforcement point objects', () => {
       'Valid False: rule cannot have both EndpointSelector and NodeSelector',
     );
     expect(ciliumRefusal(policy({ type: 'Ready', status: 'False', message: 'something else' }))).toBeUndefined();
+  });
+
+  it("finds Cilium agents that would ignore the policy's enableDefaultDeny in their configuration", () => {
+    const config = (namespace: string, data?: Record<string, string>) => ({ metadata: { namespace }, data });
+    // none found, or one that does not say: Cilium's default (on)
+    expect(forcedDefaultDeny([])).toBeUndefined();
+    expect(forcedDefaultDeny([config('kube-system', { 'enable-policy': 'default' })])).toBeUndefined();
+    expect(forcedDefaultDeny([config('kube-system', { 'enable-non-default-deny-policies': 'true' })])).toBeUndefined();
+    // false as the agents read it (Go's ParseBool), in whichever namespace Cilium runs
+    for (const off of ['false', 'False', 'FALSE', '0', 'f']) {
+      expect(forcedDefaultDeny([config('kube-system'), config('cilium', { 'enable-non-default-deny-policies': off })])).toBe(
+        "Cilium's agents run with enable-non-default-deny-policies=false (ConfigMap cilium/cilium-config), so they ignore enableDefaultDeny and the policy would put every endpoint it selects into default deny",
+      );
+    }
   });
 
   it("reads Envoy Gateway's refusals of a SecurityPolicy from its status, for its current generation only", () => {
