@@ -224,6 +224,9 @@ async function main(): Promise<void> {
     const apis = makeApis(kc);
     const deps = { apis, log, metrics: createControllerMetrics(), clusterCidrs: [], applied: new Map<string, AppliedState>(), instance: 'bench' };
     await sendJson(apis, 'POST', '/api/v1/namespaces/bench/configmaps', JSON.stringify({ metadata: { name: 'warm-up' }, data: {} }));
+    // A node's automatic host endpoint, which Calico's pre-DNAT policy applies to (without one the target waits).
+    const hostEndpoint = { apiVersion: 'crd.projectcalico.org/v1', kind: 'HostEndpoint', metadata: { name: 'node-1-auto-hep' }, spec: { node: 'node-1', interfaceName: '*' } };
+    await sendJson(apis, 'POST', '/apis/crd.projectcalico.org/v1/hostendpoints', JSON.stringify(hostEndpoint));
     let rssBefore = 0;
     let rssFirst = 0;
     let lastSync: { sub: BlocklistSubscription; status?: BlocklistSubscription['status'] } | undefined;

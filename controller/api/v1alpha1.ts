@@ -331,7 +331,7 @@ const CalicoGlobalNetworkSetTarget = Type.Object(
       {
         default: { enabled: true, order: 10, selector: 'all()' },
         description:
-          'a pre-DNAT GlobalNetworkPolicy on host endpoints with a Deny ingress rule whose source selects the sets: it drops listed clients as they enter a node, before any DNAT, and (pre-DNAT) leaves all other traffic to the policies that follow',
+          'a pre-DNAT GlobalNetworkPolicy on host endpoints with a Deny ingress rule whose source selects the sets: it drops listed clients as they enter a node, before any DNAT, and (pre-DNAT) leaves all other traffic to the policies that follow; while the cluster has no HostEndpoint it applies to nothing, and the target is Degraded (TargetNotFound)',
       },
     ),
     maxCIDRs: MaxCidrs(

@@ -5,15 +5,18 @@
 //
 // The policy is pre-DNAT on host endpoints: it drops listed clients as they enter a node, before kube-proxy's
 // DNAT, and a pre-DNAT policy has no end-of-tier drop, so all other traffic goes on to the policies that follow.
-// (A normal policy selecting pods would put every selected pod into default deny.)
+// (A normal policy selecting pods would put every selected pod into default deny.) In a cluster without host
+// endpoints the policy applies to nothing: the target then says so (TargetNotFound) and waits for them.
 import type { CalicoGlobalNetworkSetTarget } from '../api/v1alpha1.ts';
-import { objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
+import { apiRequest, collectionPath, isNotFound, METADATA_ONLY, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
 import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'calicoGlobalNetworkSet';
 const NETWORK_SET: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', kind: 'GlobalNetworkSet', plural: 'globalnetworksets', namespaced: false };
 const NETWORK_POLICY: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', kind: 'GlobalNetworkPolicy', plural: 'globalnetworkpolicies', namespaced: false };
+/** What a pre-DNAT policy applies to: a node's interfaces (one per node with automatic host endpoints). */
+const HOST_ENDPOINT: ResourceType = { group: 'crd.projectcalico.org', version: 'v1', kind: 'HostEndpoint', plural: 'hostendpoints', namespaced: false };
 
 /** The Calico selector of a subscription's network sets. */
 export function networkSetSelector(sub: Parameters<typeof subscriptionKey>[0]): string {
@@ -45,22 +48,52 @@ export function desiredCalicoObjects(ctx: Pick<TargetContext, 'sub'>, target: Ca
   return { sets, policy: [policy] };
 }
 
-function apply(ctx: TargetContext, target: CalicoGlobalNetworkSetTarget): Promise<TargetOutcome> {
-  // Sets and policy side by side: the policy selects the sets by label, whichever are there.
-  return applyCut(ctx, { field: FIELD, metricKind: NETWORK_SET.kind }, target.maxCIDRs, (shards) => {
-    const { sets, policy } = desiredCalicoObjects(ctx, target, shards);
-    return [
-      { resource: NETWORK_SET, objects: sets, cidrs: (i) => shards[i]!.length },
-      { resource: NETWORK_POLICY, objects: policy, cidrs: () => ctx.list.all.length },
-    ];
-  });
+/**
+ * Whether the cluster has any host endpoint for the policy to apply to. (Which ones its selector picks, only
+ * Calico's selector language tells.) True when HostEndpoints are not served: Calico's other kinds are then
+ * missing too, and the target says so.
+ */
+async function hasHostEndpoints(ctx: TargetContext): Promise<boolean> {
+  try {
+    const text = await apiRequest(ctx.apis, 'GET', `${collectionPath(HOST_ENDPOINT)}?limit=1`, { accept: METADATA_ONLY });
+    // items is null in an empty metadata-only list
+    return ((JSON.parse(text) as { items?: unknown[] | null }).items ?? []).length > 0;
+  } catch (err) {
+    if (isNotFound(err)) return true;
+    throw err;
+  }
+}
+
+async function apply(ctx: TargetContext, target: CalicoGlobalNetworkSetTarget): Promise<TargetOutcome> {
+  const withPolicy = target.policy.enabled && ctx.list.all.length > 0;
+  const [outcome, hostEndpoints] = await Promise.all([
+    // Sets and policy side by side: the policy selects the sets by label, whichever are there.
+    applyCut(ctx, { field: FIELD, metricKind: NETWORK_SET.kind }, target.maxCIDRs, (shards) => {
+      const { sets, policy } = desiredCalicoObjects(ctx, target, shards);
+      return [
+        { resource: NETWORK_SET, objects: sets, cidrs: (i) => shards[i]!.length },
+        { resource: NETWORK_POLICY, objects: policy, cidrs: () => ctx.list.all.length },
+      ];
+    }),
+    withPolicy ? hasHostEndpoints(ctx) : true,
+  ]);
+  if (!hostEndpoints) {
+    // Written all the same: it takes effect as soon as host endpoints appear.
+    const fix = "turn on Calico's automatic host endpoints (KubeControllersConfiguration default, spec.controllers.node.hostEndpoint.autoCreate: Enabled) or create HostEndpoints";
+    outcome.problems.push({ reason: 'TargetNotFound', message: `${FIELD}: the GlobalNetworkPolicy applies to host endpoints only, and the cluster has none, so nothing is blocked; ${fix}` });
+  }
+  return outcome;
 }
 
 export const calicoGlobalNetworkSetTarget: TargetKind<'calicoGlobalNetworkSet'> = {
   field: FIELD,
   metricKind: NETWORK_SET.kind,
   resources: [NETWORK_SET, NETWORK_POLICY],
-  rules: [{ apiGroups: ['crd.projectcalico.org'], resources: [NETWORK_SET.plural, NETWORK_POLICY.plural], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] }],
+  rules: [
+    { apiGroups: ['crd.projectcalico.org'], resources: [NETWORK_SET.plural, NETWORK_POLICY.plural], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+    // whether the policy applies anywhere (hasHostEndpoints)
+    { apiGroups: ['crd.projectcalico.org'], resources: [HOST_ENDPOINT.plural], verbs: ['list'] },
+  ],
   apply,
   cleanup: (ctx) => deleteOwned(ctx, [NETWORK_POLICY, NETWORK_SET], { selector: targetSelector(ctx.sub, FIELD) }),
 };

@@ -32,10 +32,11 @@ export interface Listing {
  * Why a target does not hold the list; what it held before stays. Each is the Degraded condition's reason when
  * it happens: TargetTooLarge (the list is beyond what the object kind or the enforcement point takes),
  * TargetNotInstalled (the API of the enforcement point is not served: its CRDs are not installed),
- * TargetNotFound (an object the target names does not exist), TargetConflict (an object it would write exists
- * and is someone else's), TargetNotEnforced (the enforcement point says, in the object's status, that it does not
- * enforce the object as written, or not everywhere it is attached), TargetUnsafe (the enforcement point's
- * configuration would make the object block more than the list: it is not written).
+ * TargetNotFound (an object the target names, or needs to take effect, does not exist), TargetConflict (an
+ * object it would write exists and is someone else's), TargetNotEnforced (the enforcement point says, in the
+ * object's status, that it does not enforce the object as written, or not everywhere it is attached),
+ * TargetUnsafe (the enforcement point's configuration would make the object block more than the list: it is not
+ * written).
  */
 export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced' | 'TargetUnsafe';
 

@@ -78,9 +78,16 @@ describe('blockfeed observed by a real Prometheus', () => {
     const custom = kc.makeApiClient(CustomObjectsApi);
     // What the examples' targets select: a protected namespace, an Ingress for the WAF list, the
     // ingress-nginx controller's ConfigMap for the global one, the namespaces of the Envoy Gateway and of
-    // Istio's ingress gateway.
+    // Istio's ingress gateway, and a host endpoint for Calico.
     for (const name of [NAMESPACE, 'ingress-nginx', 'shop', 'gateways', 'istio-system']) await core.createNamespace({ body: { metadata: { name, labels: name === 'shop' ? { 'blockfeed.dev/protect': 'true' } : {} } } });
     await core.createNamespacedConfigMap({ namespace: 'ingress-nginx', body: { metadata: { name: 'ingress-nginx-controller' }, data: {} } });
+    // A node's automatic host endpoint, which the Calico example's pre-DNAT policy applies to.
+    await custom.createClusterCustomObject({
+      group: 'crd.projectcalico.org',
+      version: 'v1',
+      plural: 'hostendpoints',
+      body: { apiVersion: 'crd.projectcalico.org/v1', kind: 'HostEndpoint', metadata: { name: 'node-1-auto-hep' }, spec: { node: 'node-1', interfaceName: '*' } },
+    });
     await net.createNamespacedIngress({
       namespace: 'shop',
       body: { metadata: { name: 'web', labels: { 'blockfeed.dev/waf': 'true' } }, spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } } } },

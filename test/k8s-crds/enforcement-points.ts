@@ -44,7 +44,7 @@ export const ENFORCEMENT_POINT_CRDS: readonly Pin[] = [
     // a module without a /v3 suffix); this one is the release-v3.28 branch at v3.28.5 (charts/calico/values.yaml).
     module: 'github.com/projectcalico/calico',
     version: 'v1.11.0-cni-plugin.0.20250813170300-a0db560f0520',
-    files: ['globalnetworksets', 'globalnetworkpolicies'].map((k) => `libcalico-go/config/crd/crd.projectcalico.org_${k}.yaml`),
+    files: ['globalnetworksets', 'globalnetworkpolicies', 'hostendpoints'].map((k) => `libcalico-go/config/crd/crd.projectcalico.org_${k}.yaml`),
   },
 ];
 

@@ -7,9 +7,8 @@
 // test beside it: this file runs in the k8s-serial project (a control plane of its own, one file at a time).
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest, subscriptionKey } from '../../controller/k8s.ts';
-import { eventually, freshNamespace, kubeConfig } from '../support/k8s.ts';
-import { FeedServer, applySubscription, condition, getSubscription, startController, syncNow, type Harness } from '../k8s/controller/support.ts';
+import { freshNamespace, kubeConfig } from '../support/k8s.ts';
+import { FeedServer, applySubscription, condition, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from '../k8s/controller/support.ts';
 
 const CILIUM = '/apis/cilium.io/v2';
 const core = kubeConfig().makeApiClient(CoreV1Api);
@@ -30,11 +29,7 @@ describe('the ciliumCIDRGroup target and Cilium agents that ignore enableDefault
       await core.createNamespacedConfigMap({ namespace: ciliumNamespace, body });
     }
   };
-  const owned = async (plural: string) => {
-    const selector = encodeURIComponent(`blockfeed.dev/subscription=${subscriptionKey({ metadata: { namespace: home, name } })}`);
-    return (JSON.parse(await apiRequest(h.apis, 'GET', `${CILIUM}/${plural}?labelSelector=${selector}`)) as { items: unknown[] }).items;
-  };
-  const degraded = async () => condition(await getSubscription(h, home, name), 'Degraded');
+  const owned = (plural: string) => ownedObjects(h, `${CILIUM}/${plural}`, home, name);
 
   beforeAll(async () => {
     await feed.start();
@@ -54,10 +49,7 @@ describe('the ciliumCIDRGroup target and Cilium agents that ignore enableDefault
   });
 
   it('writes the groups but not the policy, and says why', async () => {
-    const reported = await eventually(async () => {
-      const d = await degraded();
-      return d?.status === 'True' ? d : undefined;
-    }, 60_000, 'Degraded');
+    const reported = await untilDegraded(h, home, name, 'True');
     expect(reported.reason).toBe('TargetUnsafe');
     expect(reported.message).toContain(`enable-non-default-deny-policies=false (ConfigMap ${ciliumNamespace}/cilium-config)`);
     expect(await owned('ciliumcidrgroups')).toHaveLength(1);
@@ -69,7 +61,7 @@ describe('the ciliumCIDRGroup target and Cilium agents that ignore enableDefault
   it('writes the policy once the setting is back on, without a change to the subscription', async () => {
     await agentConfig('true');
     // the repair that a TargetUnsafe target waits for (back-off from 300 ms in these tests)
-    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+    await untilDegraded(h, home, name, 'False', 30_000);
     expect(await owned('ciliumclusterwidenetworkpolicies')).toHaveLength(1);
   });
 

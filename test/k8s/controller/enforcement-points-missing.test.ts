@@ -1,13 +1,16 @@
 // An enforcement point that is not installed: on a control plane of its own that serves none of the Envoy
-// Gateway, Istio, Cilium or Calico CRDs, a subscription targeting all four (and a ConfigMap) is Degraded with a
+// Gateway, Istio or Cilium CRDs nor Calico's policy kinds, a subscription targeting all four (and a ConfigMap) is Degraded with a
 // reason that says so for each, the ConfigMap still gets the list, and nothing is pulled again (one pull, no
 // crash, one warning). The targets are checked again with back-off, so once the CRDs are installed the list
 // reaches all of them without another pull or any edit.
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcementPointCrds, installCrds, startControlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { eventually } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, type Harness, type SubscriptionSpec } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, events, getSubscription, startController, type Harness, type SubscriptionSpec } from './support.ts';
 
 const feed = new FeedServer();
 let plane: ControlPlane;
@@ -23,6 +26,13 @@ beforeAll(async () => {
   kc.loadFromFile(plane.kubeconfigPath);
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
   h = await startController(ns, { kc });
+  // Calico's host endpoints are there already (a node's automatic one), its policy kinds are not: once those are
+  // installed, the Calico target has nothing left to wait for.
+  const hostEndpointCrd = await mkdtemp(path.join(tmpdir(), 'blockfeed-hep-'));
+  await copyFile(path.join(enforcementPointCrds(), 'hostendpoints.crd.projectcalico.org.yaml'), path.join(hostEndpointCrd, 'hostendpoints.yaml'));
+  await installCrds(kc, hostEndpointCrd);
+  await rm(hostEndpointCrd, { recursive: true });
+  await ensureHostEndpoint(h);
 }, 180_000);
 
 afterAll(async () => {

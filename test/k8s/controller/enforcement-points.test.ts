@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../controller/api/v1alpha1.ts';
 import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, getSubscription, patchSubscription, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, syncNow, type Harness } from './support.ts';
 
 const LIST = ['203.0.113.7', '203.0.113.6', '198.51.100.0/24', '2001:db8:1::1', '2001:db8:1::/64', '45.33.32.156', '2001:db8:2::/48'];
 const ALLOW = ['198.51.100.128/25'];
@@ -138,6 +138,8 @@ describe.each(CASES)('the $field target', (c) => {
     home = await freshNamespace('bls-ep');
     other = await freshNamespace('bls-ep-other');
     h = await startController(home);
+    // Calico's policy applies to host endpoints: a node's, as automatic host endpoints make (the other targets ignore it).
+    await ensureHostEndpoint(h);
     await applySubscription(h, home, name, { feed: { url: feed.url, endpoint: 'export' }, interval: '6h', allowlist: ALLOW, targets: [{ [c.field]: c.target(home, other) }] });
     const sub = await eventually(async () => {
       const s = await getSubscription(h, home, name);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, getSubscription, patchSubscription, startController, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, type Harness } from './support.ts';
 
 const ADDRESSES = 1_000_000;
 const feed = new FeedServer();
@@ -44,6 +44,7 @@ beforeAll(async () => {
   feed.lines = addresses();
   ns = await freshNamespace('bls-large');
   h = await startController(ns);
+  await ensureHostEndpoint(h);
 });
 
 afterAll(async () => {

@@ -7,7 +7,7 @@ import { CoreV1Api, CustomObjectsApi, NetworkingV1Api, type KubeConfig } from '@
 import { createLogger } from '../../../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../controller/api/v1alpha1.ts';
 import { SubscriptionController } from '../../../controller/controller.ts';
-import { makeApis, mergePatch, type Apis } from '../../../controller/k8s.ts';
+import { apiRequest, isConflict, makeApis, mergePatch, subscriptionKey, type Apis } from '../../../controller/k8s.ts';
 import { createControllerMetrics, type ControllerMetrics } from '../../../controller/metrics.ts';
 import { eventually, kubeConfig } from '../../support/k8s.ts';
 
@@ -98,6 +98,37 @@ export async function startController(namespace: string, options: { clusterCidrs
     controller,
     stop: () => controller.stop(),
   };
+}
+
+/**
+ * A Calico HostEndpoint as automatic host endpoints make one per node (all interfaces of the node): a
+ * calicoGlobalNetworkSet target's pre-DNAT policy applies to these, and without any the target waits
+ * (TargetNotFound). Cluster-wide; made once, whichever test asks first.
+ */
+export async function ensureHostEndpoint(h: Harness, node = 'node-1'): Promise<void> {
+  const json = JSON.stringify({
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'HostEndpoint',
+    metadata: { name: `${node}-auto-hep`, labels: { 'projectcalico.org/created-by': 'calico-kube-controllers' } },
+    spec: { node, interfaceName: '*', expectedIPs: ['10.0.0.1'] },
+  });
+  await apiRequest(h.apis, 'POST', '/apis/crd.projectcalico.org/v1/hostendpoints', { json }).catch((err: unknown) => {
+    if (!isConflict(err)) throw err;
+  });
+}
+
+/** The objects in a collection (an API path such as `/apis/cilium.io/v2/ciliumcidrgroups`) that a subscription's targets wrote. */
+export async function ownedObjects(h: Harness, collection: string, namespace: string, name: string): Promise<unknown[]> {
+  const selector = encodeURIComponent(`blockfeed.dev/subscription=${subscriptionKey({ metadata: { namespace, name } })}`);
+  return (JSON.parse(await apiRequest(h.apis, 'GET', `${collection}?labelSelector=${selector}`)) as { items: unknown[] }).items;
+}
+
+/** The subscription's Degraded condition, once its status is `status`. */
+export function untilDegraded(h: Harness, namespace: string, name: string, status: 'True' | 'False', timeoutMs = 60_000) {
+  return eventually(async () => {
+    const degraded = condition(await getSubscription(h, namespace, name), 'Degraded');
+    return degraded?.status === status ? degraded : undefined;
+  }, timeoutMs, `Degraded ${status}`);
 }
 
 export type SubscriptionSpec = BlocklistSubscription['spec'];
