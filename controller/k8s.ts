@@ -242,9 +242,13 @@ export const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=me
 /** The same for one object: a watch event, or the answer to a write instead of the whole object echoed back. */
 export const OBJECT_METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
-/** The objects of a kind matching a label selector (metadata only); `namespace` narrows to one namespace. */
-export async function listMeta(apis: Apis, r: ResourceType, labelSelector: string, namespace?: string): Promise<ObjectMeta[]> {
-  const text = await apiRequest(apis, 'GET', `${collectionPath(r, namespace)}?labelSelector=${encodeURIComponent(labelSelector)}`, { accept: METADATA_ONLY });
+/**
+ * The objects of a kind matching a label selector (metadata only); `namespace` narrows to one namespace, `limit`
+ * answers at most that many.
+ */
+export async function listMeta(apis: Apis, r: ResourceType, labelSelector: string, { namespace, limit }: { namespace?: string; limit?: number } = {}): Promise<ObjectMeta[]> {
+  const query = `labelSelector=${encodeURIComponent(labelSelector)}${limit ? `&limit=${limit}` : ''}`;
+  const text = await apiRequest(apis, 'GET', `${collectionPath(r, namespace)}?${query}`, { accept: METADATA_ONLY });
   // items is null in an empty metadata-only list
   return ((JSON.parse(text) as { items?: { metadata: ObjectMeta }[] | null }).items ?? []).map((i) => i.metadata);
 }

@@ -8,7 +8,7 @@
 // (A normal policy selecting pods would put every selected pod into default deny.) In a cluster without host
 // endpoints the policy applies to nothing: the target then says so (TargetNotFound) and waits for them.
 import type { CalicoGlobalNetworkSetTarget } from '../api/v1alpha1.ts';
-import { apiRequest, collectionPath, isNotFound, METADATA_ONLY, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
+import { isNotFound, listMeta, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
 import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
@@ -55,9 +55,7 @@ export function desiredCalicoObjects(ctx: Pick<TargetContext, 'sub'>, target: Ca
  */
 async function hasHostEndpoints(ctx: TargetContext): Promise<boolean> {
   try {
-    const text = await apiRequest(ctx.apis, 'GET', `${collectionPath(HOST_ENDPOINT)}?limit=1`, { accept: METADATA_ONLY });
-    // items is null in an empty metadata-only list
-    return ((JSON.parse(text) as { items?: unknown[] | null }).items ?? []).length > 0;
+    return (await listMeta(ctx.apis, HOST_ENDPOINT, '', { limit: 1 })).length > 0;
   } catch (err) {
     if (isNotFound(err)) return true;
     throw err;

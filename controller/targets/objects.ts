@@ -157,7 +157,7 @@ const listingKey = (r: ResourceType, selector: string) => `${r.group}/${r.versio
 
 async function listScope(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
   try {
-    return await listMeta(ctx.apis, resource, scope.selector, scope.namespace);
+    return await listMeta(ctx.apis, resource, scope.selector, { namespace: scope.namespace });
   } catch (err) {
     if (isNotFound(err)) throw new ResourceNotServed(resource, err);
     throw err;

@@ -5,9 +5,9 @@
 // controllers runs here (each needs its proxies or agents), so these tests write the status they write,
 // through the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
+import { apiRequest } from '../../../controller/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from './support.ts';
 
 const POLICIES = '/apis/gateway.envoyproxy.io/v1alpha1';
 const CONTROLLER_NAME = 'gateway.envoyproxy.io/gatewayclass-controller';
@@ -26,10 +26,9 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
   const s = {} as { h: Harness; home: string };
 
   const policy = async (): Promise<Policy> => {
-    const selector = encodeURIComponent(`blockfeed.dev/subscription=${subscriptionKey({ metadata: { namespace: s.home, name } })}`);
-    const list = JSON.parse(await apiRequest(s.h.apis, 'GET', `${collection}?labelSelector=${selector}`)) as { items: Policy[] };
-    expect(list.items).toHaveLength(1);
-    return list.items[0]!;
+    const items = (await ownedObjects(s.h, collection, s.home, name)) as Policy[];
+    expect(items).toHaveLength(1);
+    return items[0]!;
   };
   /** Writes the policy's status, as the enforcement point's controller does. */
   const reportStatus = async (status: (p: Policy) => unknown): Promise<void> => {
@@ -39,11 +38,8 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
     await apiRequest(s.h.apis, 'PUT', path, { json: JSON.stringify({ ...current, status: status(current) }) });
   };
   const degraded = async () => condition(await getSubscription(s.h, s.home, name), 'Degraded');
-  const degradedNow = () =>
-    eventually(async () => {
-      const d = await degraded();
-      return d?.status === 'True' ? d : undefined;
-    }, 30_000, 'Degraded');
+  const degradedNow = () => untilDegraded(s.h, s.home, name, 'True', 30_000);
+  const cleared = () => untilDegraded(s.h, s.home, name, 'False', 30_000);
 
   beforeAll(async () => {
     await feed.start();
@@ -51,7 +47,7 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
     s.home = await freshNamespace('bls-ep-status');
     s.h = await startController(s.home);
     await applySubscription(s.h, s.home, name, { feed: { url: feed.url, endpoint: 'export' }, interval: '6h', targets: [{ [field]: target }] });
-    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 60_000, 'the first sync');
+    await untilDegraded(s.h, s.home, name, 'False');
   });
 
   afterAll(async () => {
@@ -59,13 +55,13 @@ function scenario(field: string, target: Record<string, unknown>, collection: st
     await feed.stop();
   });
 
-  return { s, feed, name, policy, reportStatus, degraded, degradedNow };
+  return { s, feed, name, policy, reportStatus, degraded, degradedNow, cleared };
 }
 
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
-  const { s: t, feed, name, policy, reportStatus, degraded, degradedNow } = scenario('envoySecurityPolicy', { targetRefs: [{ kind: 'Gateway', name: 'edge' }] }, `${POLICIES}/securitypolicies`);
+  const { s: t, feed, name, policy, reportStatus, degraded, degradedNow, cleared } = scenario('envoySecurityPolicy', { targetRefs: [{ kind: 'Gateway', name: 'edge' }] }, `${POLICIES}/securitypolicies`);
 
   /** Envoy Gateway's status: one ancestor, the Gateway, with these conditions about the current generation. */
   const envoyStatus = (conditions: { type: string; status: 'True' | 'False'; reason: string; message: string }[]) => (p: Policy) => ({
@@ -118,7 +114,7 @@ describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
 
   it('clears once Envoy Gateway accepts the policy', async () => {
     await reportStatus(envoyStatus([{ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Policy has been accepted.' }]));
-    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+    await cleared();
     expect((await getSubscription(t.h, t.home, name)).status?.targets).toEqual([expect.objectContaining({ state: 'Applied' })]);
   });
 
@@ -136,7 +132,7 @@ describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
 
 describe("the istioAuthorizationPolicy target and istiod's status", () => {
   const target = { selector: { matchLabels: { app: 'web' } }, clientAddress: 'RemoteIp' };
-  const { s: t, policy, reportStatus, degraded, degradedNow } = scenario('istioAuthorizationPolicy', target, '/apis/security.istio.io/v1/authorizationpolicies');
+  const { s: t, policy, reportStatus, degradedNow, cleared } = scenario('istioAuthorizationPolicy', target, '/apis/security.istio.io/v1/authorizationpolicies');
   const UNSUPPORTED =
     'ztunnel does not support HTTP attributes (found: remoteIpBlocks). In ambient mode you must use a waypoint proxy to enforce HTTP rules. ' +
     'DENY policy with HTTP attributes is enforced without the HTTP rules. This will be more restrictive than requested.';
@@ -156,13 +152,13 @@ describe("the istioAuthorizationPolicy target and istiod's status", () => {
 
   it('clears once istiod says ztunnel enforces it', async () => {
     await reportStatus(istioStatus('Accepted', 'attached to ztunnel'));
-    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+    await cleared();
   });
 });
 
 describe("the ciliumCIDRGroup target and the Cilium operator's status", () => {
   const target = { policy: { endpointSelector: { matchLabels: { exposure: 'public' } } } };
-  const { policy, reportStatus, degraded, degradedNow } = scenario('ciliumCIDRGroup', target, '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies');
+  const { policy, reportStatus, degradedNow, cleared } = scenario('ciliumCIDRGroup', target, '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies');
   const INVALID = 'FromNodes/ToNodes rules can only be applied when the "enable-node-selector-labels" flag is set';
   /** The operator's status: its one condition, with no reason and no generation, as Cilium writes it. */
   const ciliumStatus = (status: 'True' | 'False', message: string) => () => ({ conditions: [{ type: 'Valid', status, message, lastTransitionTime: now() }] });
@@ -176,6 +172,6 @@ describe("the ciliumCIDRGroup target and the Cilium operator's status", () => {
 
   it('clears once the operator finds it valid', async () => {
     await reportStatus(ciliumStatus('True', 'Policy validation succeeded'));
-    await eventually(async () => ((await degraded())?.status === 'False' ? true : undefined), 30_000, 'Degraded to clear');
+    await cleared();
   });
 });
