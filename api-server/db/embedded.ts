@@ -15,10 +15,10 @@
 // connections succeed again once it is back.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, readFile, rename, writeFile, access, rm } from 'node:fs/promises';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { access, chmod, chown, cp, mkdir, mkdtemp, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { arch, platform, userInfo } from 'node:os';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -218,19 +218,25 @@ function clientOptions(info: ServerInfo): pg.ClientConfig {
   return { host: '127.0.0.1', port: info.port, user: info.user, password: info.password, database: 'postgres', connectionTimeoutMillis: 2000 };
 }
 
-async function canConnect(info: ServerInfo): Promise<boolean> {
+/** Whether the server answers with these credentials; 'wrong-password' when it answers and refuses them. */
+async function canConnect(info: ServerInfo): Promise<boolean | 'wrong-password'> {
   const client = new pg.Client(clientOptions(info));
   client.on('error', () => undefined);
   try {
     await client.connect();
     await client.query('select 1');
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    // 28P01 invalid_password, 28000 invalid_authorization_specification (no such role)
+    const code = (err as { code?: unknown }).code;
+    return code === '28P01' || code === '28000' ? 'wrong-password' : false;
   } finally {
     await client.end().catch(() => undefined);
   }
 }
+
+/** The server runs and answers, but not to the credentials in embedded.json. */
+class WrongPassword extends Error {}
 
 function urlOf(info: ServerInfo): string {
   return `postgresql://${encodeURIComponent(info.user)}:${encodeURIComponent(info.password)}@127.0.0.1:${info.port}/postgres`;
@@ -249,22 +255,35 @@ async function prepareDataDir(dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * initdb into a staging directory beside the cluster's, renamed into place when complete: `pg` holds either
+ * nothing or a whole cluster. Staging directories of processes that died are theirs alone (initdb output that
+ * no server ever ran on, made under the init lock), so they are removed.
+ */
 async function initialise(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, log: Logger): Promise<void> {
   const { initdb } = await runnableBinaries(await binaries(), owner, log);
-  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
-  if (owner) {
-    checkReachable(clusterDir, owner.uid);
-    await chown(clusterDir, owner.uid, owner.gid);
+  const parent = path.dirname(clusterDir);
+  for (const name of readdirSync(parent)) {
+    if (name.startsWith(STAGING_PREFIX)) await rm(path.join(parent, name), { recursive: true, force: true });
   }
-  await chmod(clusterDir, 0o700);
-  const pwfile = path.join(path.dirname(clusterDir), `.pwfile-${process.pid}`);
+  const staging = path.join(parent, `${STAGING_PREFIX}${process.pid}`);
+  await mkdir(staging, { mode: 0o700 });
+  if (owner) {
+    checkReachable(staging, owner.uid);
+    await chown(staging, owner.uid, owner.gid);
+  }
+  await chmod(staging, 0o700);
+  const pwfile = path.join(parent, `.pwfile-${process.pid}`);
   await writeFile(pwfile, `${info.password}\n`, { mode: 0o644 });
   log.info({ clusterDir }, 'initialising embedded PostgreSQL cluster');
   try {
-    await run(initdb, [`--pgdata=${clusterDir}`, '--auth=scram-sha-256', `--username=${info.user}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-instructions'], owner);
+    await run(initdb, [`--pgdata=${staging}`, '--auth=scram-sha-256', `--username=${info.user}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-instructions'], owner);
   } finally {
     await rm(pwfile, { force: true });
   }
+  // An empty cluster directory (made by hand, or left by an older version) gives way; rmdir refuses a full one.
+  if (existsSync(clusterDir)) await rmdir(clusterDir);
+  await rename(staging, clusterDir);
 }
 
 function run(cmd: string, args: string[], owner: { uid: number; gid: number } | undefined): Promise<void> {
@@ -279,15 +298,25 @@ function run(cmd: string, args: string[], owner: { uid: number; gid: number } | 
 }
 
 /** Starts the server and resolves once it accepts connections; rejects if it exits first. */
-async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>, log: Logger): Promise<ChildProcess> {
+function launch(clusterDir: string, info: ServerInfo, owner: { uid: number; gid: number } | undefined, settings: Record<string, string>, log: Logger): Promise<ChildProcess> {
+  const conf = { listen_addresses: '127.0.0.1', unix_socket_directories: '', max_connections: '200', ...settings };
+  return spawnServer(clusterDir, info.port, conf, owner, log, () => canConnect(info));
+}
+
+/**
+ * Runs postgres on `clusterDir` with `conf` and resolves once it is ready and `accepts()` says so; rejects if
+ * it exits first, or if it is ready but refuses our password (the credentials file does not match).
+ */
+async function spawnServer(
+  clusterDir: string,
+  port: number,
+  conf: Record<string, string>,
+  owner: { uid: number; gid: number } | undefined,
+  log: Logger,
+  accepts: () => Promise<boolean | 'wrong-password'>,
+): Promise<ChildProcess> {
   const { postgres } = await runnableBinaries(await binaries(), owner, log);
-  const conf: Record<string, string> = {
-    listen_addresses: '127.0.0.1',
-    unix_socket_directories: '',
-    max_connections: '200',
-    ...settings,
-  };
-  const args = ['-D', clusterDir, '-p', String(info.port), ...Object.entries(conf).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const args = ['-D', clusterDir, '-p', String(port), ...Object.entries(conf).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   // The log goes to a file rather than a pipe: the server may outlive this process (see the top of the file).
   const logFile = path.join(path.dirname(clusterDir), 'postgres.log');
   const logFd = openSync(logFile, 'a', 0o600);
@@ -310,7 +339,14 @@ async function launch(clusterDir: string, info: ServerInfo, owner: { uid: number
   for (;;) {
     if (exitError) throw exitError;
     const pm = readPostmasterPid(clusterDir);
-    if (pm && pm.pid === child.pid && pm.status === 'ready' && (await canConnect(info))) break;
+    if (pm && pm.pid === child.pid && pm.status === 'ready') {
+      const answer = await accepts();
+      if (answer === true) break;
+      if (answer === 'wrong-password') {
+        await shutdown(child.pid, log);
+        throw new WrongPassword();
+      }
+    }
     await sleep(50);
   }
   return child;
@@ -384,7 +420,7 @@ function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster
     log.error({ postgresPid: pid, port: info.port }, 'embedded PostgreSQL is gone; starting it again');
     for (let attempt = 0; !done; attempt++) {
       const running = readPostmasterPid(cluster.clusterDir);
-      if (running && running.pid !== pid && postmasterOf(running.pid, cluster.clusterDir) && (await canConnect(info))) {
+      if (running && running.pid !== pid && postmasterOf(running.pid, cluster.clusterDir) && (await canConnect(info)) === true) {
         pid = running.pid;
         owned = false;
         log.warn({ postgresPid: pid, ms: Date.now() - lost }, 'embedded PostgreSQL was started again by another process; using it');
@@ -458,14 +494,21 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
   const cluster: Cluster = { clusterDir, owner, settings, log };
 
   for (let attempt = 0; ; attempt++) {
-    let info: ServerInfo | undefined = existsSync(infoFile) ? (JSON.parse(await readFile(infoFile, 'utf8')) as ServerInfo) : undefined;
+    let info = await readServerInfo(infoFile);
 
     const running = readPostmasterPid(clusterDir);
-    if (running && postmasterOf(running.pid, clusterDir) && info) {
+    if (running && postmasterOf(running.pid, clusterDir)) {
+      if (!info) {
+        throw new UserError(
+          `${infoFile} is missing while PostgreSQL (pid ${running.pid}) runs on ${clusterDir}: stop that server (kill -INT ${running.pid}) and run blockfeed again, which then sets new credentials and keeps the data`,
+        );
+      }
       // Another process's server: wait for it to be ready, then share it.
       const shared: ServerInfo = { ...info, port: running.port || info.port };
       for (let i = 0; i < 600 && alive(running.pid); i++) {
-        if (await canConnect(shared)) {
+        const answer = await canConnect(shared);
+        if (answer === 'wrong-password') throw wrongPassword(infoFile);
+        if (answer) {
           log.info({ port: shared.port, pid: running.pid }, 'reusing the embedded PostgreSQL already running on this data dir');
           return handle(shared, running.pid, false, cluster, supervise);
         }
@@ -475,18 +518,15 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
       continue;
     }
 
-    if (!info || !existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-      info = { port: await freePort(), user: 'blockfeed', password: randomBytes(24).toString('base64url') };
-      await rm(clusterDir, { recursive: true, force: true });
-      await initialise(clusterDir, info, owner, log);
-      await writeFile(infoFile, JSON.stringify(info), { mode: 0o600 });
+    if (!info || clusterState(clusterDir) !== 'initialised') {
+      info = await withInitLock(dataDir, () => prepareCluster(clusterDir, infoFile, owner, log));
     } else if (owner) {
       checkReachable(clusterDir, owner.uid);
     }
     const port = await freePort(info.port);
     if (port !== info.port) {
       info = { ...info, port };
-      await writeFile(infoFile, JSON.stringify(info), { mode: 0o600 });
+      await writeServerInfo(infoFile, info);
     }
 
     const started = Date.now();
@@ -498,6 +538,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
       log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
       return handle(info, child.pid!, true, cluster, supervise);
     } catch (err) {
+      if (err instanceof WrongPassword) throw wrongPassword(infoFile);
       // Lost a race with another process starting the same cluster: go round and reuse theirs.
       if (attempt < 3 && readPostmasterPid(clusterDir)) {
         await sleep(200);
@@ -505,5 +546,156 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
       }
       throw new UserError(`embedded PostgreSQL failed to start in ${clusterDir}: ${(err as Error).message}`, 1, { cause: err });
     }
+  }
+}
+
+function wrongPassword(infoFile: string): UserError {
+  return new UserError(
+    `the embedded PostgreSQL refuses the credentials in ${infoFile} (restored from another data directory?): move that file away and run blockfeed again, which then sets new credentials and keeps the data`,
+  );
+}
+
+// --- The credentials file and the cluster directory ----------------------------------------------------------
+//
+// The data lives in <data dir>/pg; how to reach it (port, user, password) in <data dir>/embedded.json. Either
+// can go missing on its own — a user deletes the small file or leaves it out of a backup, a crash lands between
+// initdb and the file's write — and the cluster directory is never removed to recover: a directory holding
+// PG_VERSION keeps its data and gets new credentials; one holding anything else stops start-up with an error.
+
+/** What is in the cluster directory: nothing yet, a PostgreSQL cluster, or files that are not one. */
+function clusterState(clusterDir: string): 'absent' | 'initialised' | 'foreign' {
+  if (existsSync(path.join(clusterDir, 'PG_VERSION'))) return 'initialised';
+  if (!existsSync(clusterDir)) return 'absent';
+  return readdirSync(clusterDir).length === 0 ? 'absent' : 'foreign';
+}
+
+async function readServerInfo(infoFile: string): Promise<ServerInfo | undefined> {
+  let text: string;
+  try {
+    text = await readFile(infoFile, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new UserError(`cannot read ${infoFile}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const info = parsed as Partial<ServerInfo> | undefined;
+  if (!info || !Number.isInteger(info.port) || typeof info.user !== 'string' || typeof info.password !== 'string') {
+    throw new UserError(
+      `${infoFile} is not a blockfeed credentials file ({"port","user","password"}): move it away and run blockfeed again, which then sets new credentials and keeps the data`,
+    );
+  }
+  return info as ServerInfo;
+}
+
+/** Written whole or not at all: a crash mid-write leaves the old file, never half of a new one. */
+async function writeServerInfo(infoFile: string, info: ServerInfo): Promise<void> {
+  const partial = `${infoFile}.partial-${process.pid}`;
+  await writeFile(partial, JSON.stringify(info), { mode: 0o600 });
+  await rename(partial, infoFile);
+}
+
+const INIT_LOCK = 'init.lock';
+/** Staging directories of initdb: `pg.initdb-<pid>`, renamed to `pg` once complete. */
+const STAGING_PREFIX = 'pg.initdb-';
+
+/**
+ * Runs `work` while holding <data dir>/init.lock, so that two processes starting on a new data dir do not both
+ * initialise it. A lock whose process is gone (a crash) is taken over.
+ */
+async function withInitLock<T>(dataDir: string, work: () => Promise<T>): Promise<T> {
+  const lock = path.join(dataDir, INIT_LOCK);
+  for (;;) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(await readFile(lock, 'utf8').catch(() => ''));
+      if (Number.isInteger(holder) && holder > 0 && alive(holder)) await sleep(100);
+      else await rm(lock, { force: true });
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+/** Under the init lock: a cluster with credentials that work, made or recovered as needed. */
+async function prepareCluster(clusterDir: string, infoFile: string, owner: { uid: number; gid: number } | undefined, log: Logger): Promise<ServerInfo> {
+  const info = await readServerInfo(infoFile);
+  switch (clusterState(clusterDir)) {
+    case 'initialised':
+      if (owner) checkReachable(clusterDir, owner.uid);
+      return info ?? recoverCredentials(clusterDir, infoFile, owner, log);
+    case 'foreign':
+      throw new UserError(
+        `${clusterDir} holds files but no PG_VERSION, so it is not a PostgreSQL data directory, and blockfeed does not remove it: move it away (or restore the cluster into it) and run blockfeed again`,
+      );
+    case 'absent': {
+      const fresh: ServerInfo = { port: await freePort(), user: 'blockfeed', password: randomBytes(24).toString('base64url') };
+      await initialise(clusterDir, fresh, owner, log);
+      await writeServerInfo(infoFile, fresh);
+      return fresh;
+    }
+  }
+}
+
+/**
+ * The cluster is there, its credentials are not: starts the server once with nothing but a private Unix socket
+ * that trusts our user (no TCP, a directory only the server's user can enter), sets a new password, stops it,
+ * and writes the file. Every table, key and account stays as it was.
+ */
+async function recoverCredentials(clusterDir: string, infoFile: string, owner: { uid: number; gid: number } | undefined, log: Logger): Promise<ServerInfo> {
+  const info: ServerInfo = { port: await freePort(), user: 'blockfeed', password: randomBytes(24).toString('base64url') };
+  log.warn({ clusterDir, file: infoFile }, 'the embedded PostgreSQL cluster has no credentials file; setting a new password (the data is kept)');
+  const socketDir = await mkdtemp(path.join(tmpdir(), 'blockfeed-recover-'));
+  try {
+    const hbaFile = path.join(socketDir, 'pg_hba.conf');
+    await writeFile(hbaFile, `local all ${info.user} trust\n`, { mode: 0o600 });
+    if (owner) {
+      await chown(socketDir, owner.uid, owner.gid);
+      await chown(hbaFile, owner.uid, owner.gid);
+    }
+    const client = () => new pg.Client({ host: socketDir, port: info.port, user: info.user, database: 'postgres' });
+    const conf = { listen_addresses: '', unix_socket_directories: socketDir, hba_file: hbaFile, max_connections: '5' };
+    await removeStaleLockFile(clusterDir, log);
+    const server = await spawnServer(clusterDir, info.port, conf, owner, log, () => reachable(client()));
+    try {
+      const c = client();
+      await c.connect();
+      try {
+        await c.query(`alter role ${c.escapeIdentifier(info.user)} password ${c.escapeLiteral(info.password)}`);
+      } catch (err) {
+        throw new UserError(`could not set a new password for "${info.user}" in ${clusterDir}: ${(err as Error).message}`, 1, { cause: err });
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await shutdown(server.pid!, log);
+    }
+  } finally {
+    await rm(socketDir, { recursive: true, force: true });
+  }
+  await writeServerInfo(infoFile, info);
+  return info;
+}
+
+async function reachable(client: pg.Client): Promise<boolean> {
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return true;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === '28000') throw new UserError(`the embedded PostgreSQL cluster has no role "blockfeed" to recover: ${(err as Error).message}`);
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }
