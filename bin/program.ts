@@ -19,9 +19,28 @@ function buildProgram(): Command {
   return program;
 }
 
+/**
+ * Where a command has subcommands, the first operand after it names one of them, or the program refuses it
+ * whatever flags follow: commander itself answers `blockfeed ship --help` (or `keys bogus --help`) with the
+ * parent's help and exit status 0, as though the command existed.
+ */
+function refuseUnknownCommand(program: Command, argv: string[]): void {
+  let command = program;
+  const operands = argv.slice(2).filter((arg) => !arg.startsWith('-'));
+  for (const operand of operands) {
+    if (command.commands.length === 0 || operand === 'help') return;
+    const sub = command.commands.find((c) => c.name() === operand || c.aliases().includes(operand));
+    // commander's own message and exit status for an unknown command, with its "Did you mean" suggestion
+    if (!sub) command.parse([operand], { from: 'user' });
+    else command = sub;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv);
+    const program = buildProgram();
+    refuseUnknownCommand(program, argv);
+    await program.parseAsync(argv);
     return process.exitCode === undefined ? 0 : Number(process.exitCode);
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;

@@ -1,8 +1,11 @@
 // The CLI as users run it: real processes, real embedded PostgreSQL on a temporary data dir.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { BLOCKFEED, cliEnv, freePort, runCli, startServe, tempDataDir } from '../../support/cli.ts';
 
@@ -59,6 +62,44 @@ describe('blockfeed CLI', () => {
     expect(await serve.exited).toBe(0);
     expect(alive(pgPid)).toBe(false);
   });
+
+  it('an unknown command is an error whatever flags follow it', async () => {
+    for (const args of [['ship', '--help'], ['keys', 'bogus', '--help'], ['ship', '--format', 'cowrie', 'x.json']]) {
+      const res = await runCli(args);
+      expect(res.code, args.join(' ')).toBe(1);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toMatch(/^error: unknown command '(ship|bogus)'/);
+    }
+    const typo = await runCli(['kees', 'list']);
+    expect(typo.stderr).toMatch(/Did you mean keys\?/);
+    // Known commands keep their help.
+    for (const args of [['keys', 'list', '--help'], ['help', 'keys'], ['--help']]) expect((await runCli(args)).code, args.join(' ')).toBe(0);
+  });
+
+  it('bin/blockfeed on a fresh clone installs its npm dependencies first', async () => {
+    // A copy of the package without node_modules, as `git clone` leaves it; its project-local Node is shared.
+    const root = fileURLToPath(new URL('../../..', import.meta.url));
+    const clone = await mkdtemp(path.join(tmpdir(), 'blockfeed-clone-'));
+    try {
+      const skip = new Set(['node_modules', '.cache', '.blockfeed', '.git', 'test', 'bench', 'docs', 'charts', 'crds', 'examples']);
+      for (const entry of readdirSync(root)) if (!skip.has(entry)) cpSync(path.join(root, entry), path.join(clone, entry), { recursive: true });
+      if (existsSync(path.join(root, '.cache'))) symlinkSync(path.join(root, '.cache'), path.join(clone, '.cache'));
+      const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(path.join(clone, 'bin', 'blockfeed'), ['--version'], { env: cliEnv() });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/installing npm dependencies first/);
+      expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(existsSync(path.join(clone, 'node_modules', 'commander'))).toBe(true);
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+  }, 300_000);
 
   it('a server started by a short command stays up while serve uses it; serve, last out, stops it', async () => {
     const dataDir = await tempDataDir();
