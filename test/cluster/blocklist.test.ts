@@ -110,6 +110,15 @@ describe('blockfeed on a real cluster', () => {
     report(`/readyz through Service ${RELEASE}-api (${service.spec?.clusterIP}:8080): ${readyz.trim()}`);
   });
 
+  it('runs kube-router with no port beyond loopback (its published advisories need its router or service proxy)', async () => {
+    const listening = (await cluster.node.run('ss', ['--no-header', '--listening', '--tcp', '--udp', '--numeric', '--processes'])).trim().split('\n');
+    // ss sees the node's daemons (kubelet's port at least), so an empty answer for kube-router means something.
+    expect(listening.some((line) => line.includes('"kubelet"'))).toBe(true);
+    const kubeRouter = listening.filter((line) => line.includes('"kube-router"'));
+    report(`kube-router's listening sockets: ${kubeRouter.length === 0 ? 'none' : kubeRouter.join('; ')}`);
+    for (const line of kubeRouter) expect(line.split(/\s+/)[4], line).toMatch(/^(127\.\d+\.\d+\.\d+|\[::1\]):\d+$/);
+  });
+
   it('takes events in through the push route and creates a key with the CLI in the api-server pod', async () => {
     const service = await core.readNamespacedService({ name: `${RELEASE}-api`, namespace: SYSTEM });
     const pushed = await cluster.node.run(
