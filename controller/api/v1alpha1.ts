@@ -219,16 +219,30 @@ const EnvoySecurityPolicyTarget = Type.Object(
           group: Type.String({ default: 'gateway.networking.k8s.io', maxLength: 253, pattern: GROUP_NAME, description: 'API group of the target (Gateway API)' }),
           kind: StringEnum(['Gateway', 'ListenerSet', 'HTTPRoute', 'GRPCRoute', 'TCPRoute'] as const, { description: 'kind of the target' }),
           name: Type.String({ minLength: 1, maxLength: 253, description: 'name of the target' }),
+          // '' rather than absent: every key of a list-map must be set, by the user or by a default.
           sectionName: Type.Optional(
-            Type.String({ minLength: 1, maxLength: 253, pattern: SECTION_NAME, description: 'a listener of a Gateway or a rule of a route; default: all of it' }),
+            Type.String({ default: '', maxLength: 253, pattern: `^$|${SECTION_NAME}`, description: "a listener of a Gateway or a rule of a route; '' (the default): all of it" }),
           ),
           namespace: Type.Optional(
-            Type.String({ minLength: 1, maxLength: 63, pattern: NAMESPACE_NAME, description: "the target's namespace; default: the subscription's. A SecurityPolicy is written in each namespace named" }),
+            Type.String({
+              default: '',
+              maxLength: 63,
+              pattern: `^$|${NAMESPACE_NAME}`,
+              description: "the target's namespace; '' (the default): the subscription's. A SecurityPolicy is written in each namespace named",
+            }),
           ),
         },
         { description: 'a Gateway API object the SecurityPolicy attaches to' },
       ),
-      { minItems: 1, maxItems: 16, description: 'Gateways, listeners or routes whose clients are checked against the list' },
+      {
+        minItems: 1,
+        maxItems: 16,
+        // A list-map: the apiserver refuses a reference given twice (a CEL rule comparing every pair of entries
+        // is over its cost budget).
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['group', 'kind', 'name', 'sectionName', 'namespace'],
+        description: 'Gateways, listeners or routes whose clients are checked against the list; each at most once',
+      },
     ),
     maxCIDRs: MaxCidrs(
       MAX_CIDRS.envoySecurityPolicy,

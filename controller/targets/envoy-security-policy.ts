@@ -57,9 +57,10 @@ export function desiredSecurityPolicies(ctx: Pick<TargetContext, 'sub' | 'list'>
   const byNamespace = new Map<string, EnvoySecurityPolicyTarget['targetRefs']>();
   const seen = new Set<string>();
   for (const ref of target.targetRefs) {
-    const namespace = ref.namespace ?? sub.metadata.namespace;
-    // A reference given twice is attached once (the CRD cannot refuse duplicates: a CEL rule comparing every
-    // pair is over the apiserver's cost budget).
+    // '' (the CRD's default) is the subscription's namespace.
+    const namespace = ref.namespace || sub.metadata.namespace;
+    // The CRD refuses a reference given twice, but not one given once with the subscription's namespace and once
+    // without: the same object under two keys of the list-map. It is attached once.
     const key = JSON.stringify([namespace, ref.group, ref.kind, ref.name, ref.sectionName ?? '']);
     if (seen.has(key)) continue;
     seen.add(key);

@@ -193,6 +193,22 @@ describe('CRD validation (CEL)', () => {
     await refuse('limit', { ...base(), targets: [{ envoySecurityPolicy: { targetRefs: [{ kind: 'Gateway', name: 'edge' }], maxCIDRs: 50_000 } }] }, /maxCIDRs.*less than or equal to 40000/);
   });
 
+  it('refuses an Envoy Gateway targetRef given twice, naming the entry; keys left out are the defaults', async () => {
+    const edge = { kind: 'Gateway', name: 'edge' };
+    const envoy = (targetRefs: unknown[]) => ({ ...base(), targets: [{ configMap: { name: 'x' } }, { envoySecurityPolicy: { targetRefs } }] });
+    // the same reference, once with its default group spelled out
+    await refuse('envoy-twice', envoy([edge, { group: 'gateway.networking.k8s.io', ...edge }]), /spec\.targets\[1\]\.envoySecurityPolicy\.targetRefs\[1\]: Duplicate value/);
+    await refuse('envoy-section', envoy([edge, { ...edge, sectionName: 'https' }, { ...edge, sectionName: 'https' }]), /targetRefs\[2\]: Duplicate value/);
+    // distinct by any key: accepted, the keys left out filled in
+    await applySubscription(h, ns, 'envoy-refs', { ...envoy([edge, { ...edge, sectionName: 'https' }, { ...edge, namespace: 'gateways' }]), suspend: true } as never);
+    const group = 'gateway.networking.k8s.io';
+    expect((await getSubscription(h, ns, 'envoy-refs')).spec.targets[1]!.envoySecurityPolicy!.targetRefs).toEqual([
+      { group, kind: 'Gateway', name: 'edge', sectionName: '', namespace: '' },
+      { group, kind: 'Gateway', name: 'edge', sectionName: 'https', namespace: '' },
+      { group, kind: 'Gateway', name: 'edge', sectionName: '', namespace: 'gateways' },
+    ]);
+  });
+
   it('applies defaults', async () => {
     await applySubscription(h, ns, 'defaults', { ...base(), suspend: true } as never);
     const sub = await getSubscription(h, ns, 'defaults');

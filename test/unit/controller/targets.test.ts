@@ -121,6 +121,13 @@ describe('enforcement point objects', () => {
     expect(desiredSecurityPolicies({ sub, list: splitFamilies([]) }, target)).toEqual([]);
   });
 
+  it("Envoy: a targetRef as the apiserver stores it, with '' for the defaults, is the subscription's namespace and the whole object", () => {
+    const stored = { group: 'gateway.networking.k8s.io', kind: 'Gateway' as const, name: 'edge', sectionName: '', namespace: '' };
+    const policies = desiredSecurityPolicies({ sub, list }, { maxCIDRs: 10_000, targetRefs: [stored, { ...stored, namespace: sub.metadata.namespace }] });
+    expect(policies.map((p) => p.namespace)).toEqual([sub.metadata.namespace]);
+    expect((policies[0]!.content.spec as { targetRefs: unknown[] }).targetRefs).toEqual([{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }]);
+  });
+
   it("reads istiod's ambient verdicts on an AuthorizationPolicy from its status, for its current generation only", () => {
     const policy = (...conditions: Record<string, string | number>[]) => ({ metadata: { generation: 2 }, status: { conditions } });
     expect(istioRefusal({ metadata: { generation: 2 } })).toBeUndefined();
