@@ -11,6 +11,7 @@ import { DriftWatch } from './drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { ensureFinalizer, finalize, repairSubscription, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
+import { TARGET_APIS } from './targets/index.ts';
 
 interface ControllerOptions {
   apis: Apis;
@@ -109,6 +110,7 @@ export class SubscriptionController {
 
   async start(): Promise<void> {
     this.started = true;
+    this.drift.watchInstalls(TARGET_APIS, (crd) => this.installed(crd));
     await this.informer.start();
   }
 
@@ -206,6 +208,20 @@ export class SubscriptionController {
     return true;
   }
 
+  /**
+   * An API some target uses was installed (or its CRD changed): every subscription with a target waiting for
+   * the cluster is checked now, and its back-off starts again from the beginning, rather than waiting for a
+   * check that may be ten minutes away.
+   */
+  private installed(crd: string): void {
+    if (!this.targetChecks.size) return;
+    this.deps.log.info({ crd, subscriptions: this.targetChecks.size }, 'an API targets use was installed: checking the waiting targets');
+    for (const key of this.targetChecks.keys()) {
+      this.targetChecks.set(key, 0);
+      this.queue.add(key);
+    }
+  }
+
   private noteTargets(key: string, waiting: boolean): void {
     if (waiting) this.targetChecks.set(key, (this.targetChecks.get(key) ?? 0) + 1);
     else this.targetChecks.delete(key);
@@ -215,7 +231,7 @@ export class SubscriptionController {
    * Arms the key's next run for its due sync, or sooner while a target waits for the cluster (an enforcement
    * point not installed yet, an object it names not created yet, a name someone else holds): then the run is a
    * repair, the last list applied again without a pull, with the queue's back-off between checks (5 s doubling
-   * to 10 min). Installing Cilium after the subscription thus takes effect within minutes, not at the next pull.
+   * to 10 min). An enforcement point's API appearing ends the wait at once (installed()).
    */
   private armNext(key: string, due: Date): void {
     const untilDue = Math.max(0, due.getTime() - Date.now());

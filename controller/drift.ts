@@ -4,6 +4,8 @@
 // megabytes; their resourceVersion says enough). An event for an object the ledger knows, at a version other
 // than the one this process left it at, or its deletion, asks for a repair of the subscription that owns it:
 // the last applied list applied again, without pulling the feed (reconcile.ts).
+// The same kind of watch on CustomResourceDefinitions (watchInstalls()) tells when an enforcement point's API
+// appears, so that a target waiting for it is applied at once rather than at its next check.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
@@ -16,12 +18,18 @@ interface DriftOptions {
   onDrift: (subscription: string, what: string) => void;
 }
 
+/** The kind that installs an enforcement point's API (watchInstalls()). */
+const CRD: ResourceType = { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', namespaced: false };
+
 /** Our own writes also come back as events, sometimes before the write's answer: judged after this delay. */
 const SETTLE_MS = 300;
 const RETRY_MIN_MS = 2000;
 const RETRY_MAX_MS = 300_000;
 
 type MetaObject = KubernetesObject & { metadata: ObjectMeta };
+type Handler = (obj: MetaObject) => void;
+
+const kindId = (r: ResourceType) => `${r.group}/${r.version}/${r.plural}`;
 
 /** A Watch whose requests ask for metadata only (PartialObjectMetadata). */
 function metadataWatch(kc: KubeConfig): Watch {
@@ -48,18 +56,41 @@ export class DriftWatch {
 
   /** Starts watching a kind of object; once per kind (the ledger asks when it records the first one). */
   watch(resource: ResourceType): void {
-    const id = `${resource.group}/${resource.version}/${resource.plural}`;
+    this.start(kindId(resource), resource, MANAGED_SELECTOR, {
+      update: (obj) => this.later(() => this.seen(resource, obj, 'changed')),
+      delete: (obj) => this.seen(resource, obj, 'deleted'),
+    });
+  }
+
+  /**
+   * Starts watching CustomResourceDefinitions (metadata only, every one: a field selector takes one name) and
+   * calls `onInstalled` with the name (`<plural>.<group>`) of one of `names` that is created or changes. A
+   * CRD is served once its names are accepted and changes again when it is Established, so the last event
+   * of an install comes after its API is served.
+   */
+  watchInstalls(names: ReadonlySet<string>, onInstalled: (crd: string) => void): void {
+    const heard = (obj: MetaObject) => {
+      if (names.has(obj.metadata.name)) onInstalled(obj.metadata.name);
+    };
+    this.start(kindId(CRD), CRD, undefined, { add: heard, update: heard });
+  }
+
+  /** One metadata-only informer per id, restarted with back-off after errors. */
+  private start(id: string, resource: ResourceType, selector: string | undefined, on: { add?: Handler; update?: Handler; delete?: Handler }): void {
     if (this.stopped || this.informers.has(id)) return;
     const { apis, log } = this.o;
     const path = collectionPath(resource);
+    const query = selector === undefined ? '' : `?labelSelector=${encodeURIComponent(selector)}`;
     const list = async () => {
-      const text = await apiRequest(apis, 'GET', `${path}?labelSelector=${encodeURIComponent(MANAGED_SELECTOR)}`, { accept: METADATA_ONLY });
+      const text = await apiRequest(apis, 'GET', `${path}${query}`, { accept: METADATA_ONLY });
       const body = JSON.parse(text) as { items?: MetaObject[] | null; metadata: { resourceVersion: string } };
       return { items: body.items ?? [], metadata: body.metadata };
     };
-    const informer = new ListWatch<MetaObject>(path, metadataWatch(apis.kubeConfig), list, false, MANAGED_SELECTOR);
-    informer.on('update', (obj) => this.later(() => this.seen(resource, obj, 'changed')));
-    informer.on('delete', (obj) => this.seen(resource, obj, 'deleted'));
+    const informer = new ListWatch<MetaObject>(path, metadataWatch(apis.kubeConfig), list, false, selector);
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      const handler = on[verb];
+      if (handler) informer.on(verb, handler);
+    }
     let delay = RETRY_MIN_MS;
     let lastError = 0;
     informer.on('error', (err: unknown) => {
@@ -67,12 +98,12 @@ export class DriftWatch {
       // Errors in a row back off (a kind whose CRD was removed answers 404 until it is back).
       delay = Date.now() - lastError < RETRY_MAX_MS ? Math.min(delay * 2, RETRY_MAX_MS) : RETRY_MIN_MS;
       lastError = Date.now();
-      log.warn({ err, resource: `${resource.kind}.${resource.group}`, retryInMs: delay }, 'drift watch failed; restarting');
-      this.later(() => void informer.start().catch((e: unknown) => log.warn({ err: e }, 'drift watch restart failed')), delay);
+      log.warn({ err, resource: `${resource.kind}.${resource.group}`, retryInMs: delay }, 'watch failed; restarting');
+      this.later(() => void informer.start().catch((e: unknown) => log.warn({ err: e }, 'watch restart failed')), delay);
     });
     this.informers.set(id, informer);
-    informer.start().catch((err: unknown) => log.warn({ err }, 'drift watch failed to start'));
-    log.debug({ resource: `${resource.kind}.${resource.group}` }, 'watching for drift');
+    informer.start().catch((err: unknown) => log.warn({ err }, 'watch failed to start'));
+    log.debug({ resource: `${resource.kind}.${resource.group}` }, 'watching');
   }
 
   async stop(): Promise<void> {

@@ -20,6 +20,9 @@ const LOOP_RULES: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
   // the feed credential a subscription references (spec.feed.credentials.secretRef): read by name only
   { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+  // an enforcement point being installed, so that a target waiting for it applies at once (drift.ts
+  // watchInstalls(): metadata only)
+  { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['list', 'watch'] },
 ];
 
 const VERB_ORDER = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];

@@ -26,6 +26,15 @@ export const TARGET_KINDS: readonly AnyTargetKind[] = [
 // The schema and this list name the same kinds (a unit test says so too).
 if (TARGET_KINDS.map((k) => k.field).join() !== TARGET_FIELDS.join()) throw new Error('targets/index.ts and api/v1alpha1.ts list different targets');
 
+/**
+ * The name a CustomResourceDefinition would have (`<plural>.<group>`) for every API the targets call: the
+ * controller watches for these to be installed (a target waiting for its enforcement point is then applied).
+ * Built-in kinds are in it too, and never appear as CRDs.
+ */
+export const TARGET_APIS: ReadonlySet<string> = new Set(
+  TARGET_KINDS.flatMap((k) => k.rules).flatMap((rule) => (rule.apiGroups ?? []).filter(Boolean).flatMap((group) => (rule.resources ?? []).map((plural) => `${plural}.${group}`))),
+);
+
 type TargetSpec = BlocklistSubscriptionSpec['targets'][number];
 
 /** The kind of one entry of spec.targets (the CRD makes sure exactly one field is set). */

@@ -161,6 +161,8 @@ describe("the controller with exactly the chart's RBAC", () => {
       const synced = await eventFrom(controller, s.subNs, (e) => e.type === 'Normal' && e.reason === 'Synced', 'a Synced Event from this controller');
       expect(synced.message).toBeTruthy();
       expect((await eventsBy(controller, s.subNs)).filter((e) => e.type === 'Warning')).toEqual([]);
+      // Its watches (CRDs, the objects it owns) are allowed too: none failed.
+      expect(controller.output()).not.toMatch(/watch failed/);
 
       const policies = await net.listNamespacedNetworkPolicy({ namespace: s.protectedNs });
       expect(policies.items).toHaveLength(1);

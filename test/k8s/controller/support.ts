@@ -80,8 +80,14 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-/** The controller in this process, watching one namespace; `kc` names another control plane than the run's. */
-export async function startController(namespace: string, options: { clusterCidrs?: string[]; kc?: KubeConfig } = {}): Promise<Harness> {
+/**
+ * The controller in this process, watching one namespace; `kc` names another control plane than the run's. Its
+ * back-off is short (300 ms doubling to 2 s) unless given.
+ */
+export async function startController(
+  namespace: string,
+  options: { clusterCidrs?: string[]; kc?: KubeConfig; backoffBaseMs?: number; backoffMaxMs?: number } = {},
+): Promise<Harness> {
   const { kc = kubeConfig(), ...controllerOptions } = options;
   const apis = makeApis(kc);
   const metrics = createControllerMetrics();

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { TARGET_FIELDS } from '../../../controller/api/v1alpha1.ts';
 import { CONTROLLER_CLUSTER_RULES, mergeRules } from '../../../controller/rbac.ts';
-import { TARGET_KINDS } from '../../../controller/targets/index.ts';
+import { TARGET_APIS, TARGET_KINDS } from '../../../controller/targets/index.ts';
 
 const granted = (group: string, resource: string) =>
   new Set(CONTROLLER_CLUSTER_RULES.filter((r) => r.apiGroups?.includes(group) && r.resources?.includes(resource)).flatMap((r) => r.verbs));
@@ -27,6 +27,14 @@ describe('target kinds', () => {
     }
     const keys = CONTROLLER_CLUSTER_RULES.map((r) => JSON.stringify([r.apiGroups, r.resources]));
     expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('may list and watch CRDs, to hear of every API they call being installed', () => {
+    expect([...granted('apiextensions.k8s.io', 'customresourcedefinitions')].sort()).toEqual(['list', 'watch']);
+    // what each target reads or writes, owned or looked up, under the name its CRD has
+    for (const crd of ['securitypolicies.gateway.envoyproxy.io', 'authorizationpolicies.security.istio.io', 'ciliumcidrgroups.cilium.io', 'ciliumclusterwidenetworkpolicies.cilium.io', 'globalnetworksets.crd.projectcalico.org', 'globalnetworkpolicies.crd.projectcalico.org', 'hostendpoints.crd.projectcalico.org']) {
+      expect(TARGET_APIS).toContain(crd);
+    }
   });
 });
 
