@@ -54,10 +54,16 @@ export class DriftWatch {
     this.o = options;
   }
 
-  /** Starts watching a kind of object; once per kind (the ledger asks when it records the first one). */
+  /**
+   * Starts watching a kind of object; once per kind (the ledger asks when it records the first one). The watch's
+   * first list can already hold a newer version than the one recorded (an enforcement point that writes its
+   * status at once): what it lists is judged like a change.
+   */
   watch(resource: ResourceType): void {
+    const changed = (obj: MetaObject) => this.later(() => this.seen(resource, obj, 'changed'));
     this.start(kindId(resource), resource, MANAGED_SELECTOR, {
-      update: (obj) => this.later(() => this.seen(resource, obj, 'changed')),
+      add: changed,
+      update: changed,
       delete: (obj) => this.seen(resource, obj, 'deleted'),
     });
   }

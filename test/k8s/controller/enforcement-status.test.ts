@@ -130,6 +130,41 @@ describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
   });
 });
 
+describe('a status written before the drift watch lists its kind', () => {
+  const feed = new FeedServer();
+  let h: Harness;
+  afterAll(async () => {
+    await h?.stop();
+    await feed.stop();
+  });
+
+  // Envoy Gateway answers a new SecurityPolicy within milliseconds; the watch on SecurityPolicies starts with the
+  // first one this process writes, so its first list can already show Envoy Gateway's status write. Here the
+  // watch is held back until the status is written.
+  it('is read all the same', async () => {
+    await feed.start();
+    feed.lines = ['203.0.113.7'];
+    const home = await freshNamespace('bls-ep-early');
+    h = await startController(home);
+    const watchKind = h.apis.ledger.onNewResource!;
+    const held: (() => void)[] = [];
+    h.apis.ledger.onNewResource = (resource) => held.push(() => watchKind(resource));
+    await applySubscription(h, home, 'early', { feed: { url: feed.url, endpoint: 'export' }, interval: '6h', targets: [{ envoySecurityPolicy: { targetRefs: [{ kind: 'Gateway', name: 'edge' }] } }] } as never);
+    await untilDegraded(h, home, 'early', 'False');
+    const [policy] = (await ownedObjects(h, `${POLICIES}/securitypolicies`, home, 'early')) as Policy[];
+    const ancestors = [
+      {
+        ancestorRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: home, name: 'edge' },
+        controllerName: CONTROLLER_NAME,
+        conditions: [{ type: 'Accepted', status: 'False', reason: 'Conflicted', message: CONFLICT, observedGeneration: policy!.metadata.generation, lastTransitionTime: now() }],
+      },
+    ];
+    await apiRequest(h.apis, 'PUT', `${POLICIES}/namespaces/${home}/securitypolicies/${policy!.metadata.name}/status`, { json: JSON.stringify({ ...policy, status: { ancestors } }) });
+    for (const start of held) start();
+    expect((await untilDegraded(h, home, 'early', 'True', 30_000)).reason).toBe('TargetNotEnforced');
+  });
+});
+
 describe("the istioAuthorizationPolicy target and istiod's status", () => {
   const target = { selector: { matchLabels: { app: 'web' } }, clientAddress: 'RemoteIp' };
   const { s: t, policy, reportStatus, degradedNow, cleared } = scenario('istioAuthorizationPolicy', target, '/apis/security.istio.io/v1/authorizationpolicies');
