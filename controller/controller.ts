@@ -6,12 +6,14 @@
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from './api/v1alpha1.ts';
-import { SYNC_NOW_ANNOTATION, type Apis } from './k8s.ts';
+import { SYNC_NOW_ANNOTATION, type Apis, type ResourceType } from './k8s.ts';
 import { DriftWatch } from './drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { ensureFinalizer, finalize, repairSubscription, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
-import { TARGET_APIS } from './targets/index.ts';
+import { TARGET_APIS, TARGET_KINDS } from './targets/index.ts';
+
+const CONTESTED = TARGET_KINDS.flatMap((k) => k.contested ?? []);
 
 interface ControllerOptions {
   apis: Apis;
@@ -71,8 +73,13 @@ export class SubscriptionController {
         this.queue.add(key);
       },
     });
-    apis.ledger.onNewResource = (resource) => this.drift.watch(resource);
-    for (const resource of apis.ledger.knownResources()) this.drift.watch(resource);
+    // A kind is watched from the first object of it recorded: the controller's own, and others' that contest them.
+    const watchKind = (resource: ResourceType) => {
+      this.drift.watch(resource);
+      for (const listing of CONTESTED) if (listing.resource.group === resource.group && listing.resource.plural === resource.plural) this.drift.watchContested(listing);
+    };
+    apis.ledger.onNewResource = watchKind;
+    for (const resource of apis.ledger.knownResources()) watchKind(resource);
     this.queue = new WorkQueue({
       concurrency: options.concurrency ?? 4,
       backoffBaseMs: options.backoffBaseMs ?? 5000,

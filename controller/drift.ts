@@ -4,12 +4,15 @@
 // megabytes; their resourceVersion says enough). An event for an object the ledger knows, at a version other
 // than the one this process left it at, or its deletion, asks for a repair of the subscription that owns it:
 // the last applied list applied again, without pulling the feed (reconcile.ts).
-// The same kind of watch on CustomResourceDefinitions (watchInstalls()) tells when an enforcement point's API
-// appears, so that a target waiting for it is applied at once rather than at its next check.
+// The same kind of watch on others' objects that contest the place of ours (watchContested(): Envoy Gateway
+// enforces one SecurityPolicy per target) asks for a check of the subscriptions with objects beside them; on
+// CustomResourceDefinitions (watchInstalls()) it tells when an enforcement point's API appears, so that a target
+// waiting for it is applied at once rather than at its next check.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
 import { ledgerKey } from './ledger.ts';
+import type { Listing } from './targets/types.ts';
 
 interface DriftOptions {
   apis: Apis;
@@ -81,6 +84,16 @@ export class DriftWatch {
     this.start(kindId(CRD), CRD, undefined, { add: heard, update: heard });
   }
 
+  /**
+   * Starts watching others' objects that contest the place of ours at the enforcement point (TargetKind.contested);
+   * once per listing. One created, changed or deleted asks for a check (onDrift) of every subscription with an
+   * object of the same kind in its namespace.
+   */
+  watchContested({ resource, selector }: Listing): void {
+    const on = (what: string) => (obj: MetaObject) => this.later(() => this.contested(resource, obj, what));
+    this.start(`${kindId(resource)}?${selector}`, resource, selector, { add: on('created'), update: on('changed'), delete: on('deleted') });
+  }
+
   /** One metadata-only informer per id, restarted with back-off after errors. */
   private start(id: string, resource: ResourceType, selector: string | undefined, on: { add?: Handler; update?: Handler; delete?: Handler }): void {
     if (this.stopped || this.informers.has(id)) return;
@@ -128,6 +141,13 @@ export class DriftWatch {
     }, ms);
     timer.unref();
     this.timers.add(timer);
+  }
+
+  private contested(resource: ResourceType, obj: MetaObject, what: string): void {
+    const { namespace, name } = obj.metadata;
+    for (const owner of this.o.apis.ledger.ownersIn(resource, namespace)) {
+      this.o.onDrift(owner, `${resource.kind} ${namespace ? `${namespace}/` : ''}${name} (not blockfeed's) ${what}`);
+    }
   }
 
   private seen(resource: ResourceType, obj: MetaObject, what: 'changed' | 'deleted'): void {

@@ -48,6 +48,14 @@ export class Ledger {
     this.entries.delete(key);
   }
 
+  /** The subscriptions ("namespace/name") with an object of this kind in this namespace (any, for a cluster-scoped kind). */
+  ownersIn(resource: ResourceType, namespace: string | undefined): Set<string> {
+    const prefix = resource.namespaced ? ledgerKey(resource, namespace, '') : `${resource.group}/${resource.kind}/`;
+    const owners = new Set<string>();
+    for (const [key, entry] of this.entries) if (key.startsWith(prefix)) owners.add(entry.owner);
+    return owners;
+  }
+
   /** Drops every object of a subscription (it was deleted). */
   forgetOwner(owner: string): void {
     for (const [key, entry] of this.entries) if (entry.owner === owner) this.entries.delete(key);

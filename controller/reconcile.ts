@@ -78,7 +78,7 @@ const FEED_REASONS: Record<FeedError['reason'], string> = {
 };
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
-const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'TargetUnsafe', 'ApplyFailed']);
+const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'TargetUnsafe', 'TargetContested', 'ApplyFailed']);
 
 /**
  * Of those, the ones the cluster may fix with no change to the subscription: someone installs the enforcement
@@ -201,12 +201,14 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
     }
     const degraded = outcome.problems.length > 0;
     // A list too large for the target leaves the last one in force (fail-static): the target still holds what
-    // the last status said. Any other problem means the target holds nothing of this subscription.
+    // the last status said. A contested target holds the list (it is another's object that is refused). Any
+    // other problem means the target holds nothing of this subscription.
     const before = sub.status?.targets?.find((t) => t.target === kind.field);
-    const keptLast = degraded && outcome.problems.every((p) => p.reason === 'TargetTooLarge');
-    const held = !degraded
-      ? { cidrs: state.list.all.length, objects: outcome.objects }
-      : keptLast ? { cidrs: before?.cidrs ?? 0, objects: before?.objects ?? [] } : { cidrs: 0, objects: outcome.objects };
+    const only = (reason: TargetProblem['reason']) => degraded && outcome.problems.every((p) => p.reason === reason);
+    const held =
+      !degraded || only('TargetContested')
+        ? { cidrs: state.list.all.length, objects: outcome.objects }
+        : only('TargetTooLarge') ? { cidrs: before?.cidrs ?? 0, objects: before?.objects ?? [] } : { cidrs: 0, objects: outcome.objects };
     metrics.targetApply.inc({ ...labels, kind: outcome.kind, result: degraded ? 'degraded' : outcome.writes ? 'written' : 'unchanged' });
     metrics.targetCidrs.set({ ...labels, kind: outcome.kind }, held.cidrs);
     // From the first apply on, at 0, like the pull series: increase() sees the first repair.

@@ -9,7 +9,9 @@ import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { BlocklistSubscription } from '../api/v1alpha1.ts';
 import {
   CONTENT_HASH_ANNOTATION,
+  MANAGED_SELECTOR,
   SUBSCRIPTION_ANNOTATION,
+  apiRequest,
   apiVersionOf,
   collectionPath,
   contentHash,
@@ -35,6 +37,9 @@ import type { CleanupContext, Listing, TargetContext, TargetOutcome, TargetProbl
 
 /** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
 export const TARGET_LABEL = 'blockfeed.dev/target';
+
+/** Objects blockfeed did not write (no subscription's, in no process): a target's `contested` objects. */
+export const UNMANAGED_SELECTOR = MANAGED_SELECTOR.replace('=', '!=');
 
 /** An object as a target wants it. */
 export interface DesiredObject {
@@ -184,6 +189,12 @@ export function prefetchLists(ctx: CleanupContext, owned: readonly ResourceType[
 /** The objects of a kind matching a label selector (metadata only): the prefetched answer when there is one. */
 export function lookup(ctx: CleanupContext, { resource, selector }: Listing): Promise<ObjectMeta[]> {
   return ctx.prefetched?.get(listingKey(resource, selector)) ?? listScope(ctx, resource, { selector });
+}
+
+/** The whole objects of a listing in one namespace (everywhere without one): for their status, which metadata lacks. */
+export async function listWhole<T>(ctx: CleanupContext, { resource, selector }: Listing, namespace?: string): Promise<T[]> {
+  const text = await apiRequest(ctx.apis, 'GET', `${collectionPath(resource, namespace)}?labelSelector=${encodeURIComponent(selector)}`);
+  return (JSON.parse(text) as { items?: T[] | null }).items ?? [];
 }
 
 /** Whether an object is in a scope: our selectors are `key=value` and `key` terms, joined by commas. */

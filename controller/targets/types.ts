@@ -36,9 +36,10 @@ export interface Listing {
  * object it would write exists and is someone else's), TargetNotEnforced (the enforcement point says, in the
  * object's status, that it does not enforce the object as written, or not everywhere it is attached),
  * TargetUnsafe (the enforcement point's configuration would make the object block more than the list: it is not
- * written).
+ * written), TargetContested (the target holds the list, but an object of someone else's that the enforcement
+ * point takes only one of per target, like ours, is refused: the two contest the same target).
  */
-export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced' | 'TargetUnsafe';
+export type ProblemReason = 'TargetTooLarge' | 'TargetNotInstalled' | 'TargetNotFound' | 'TargetConflict' | 'TargetNotEnforced' | 'TargetUnsafe' | 'TargetContested';
 
 export interface TargetProblem {
   reason: ProblemReason;
@@ -69,6 +70,12 @@ export interface TargetKind<F extends TargetField = TargetField> {
   resources: readonly ResourceType[];
   /** The API calls it makes, generated into the chart's ClusterRole through rbac.ts. */
   rules: readonly V1PolicyRule[];
+  /**
+   * Objects of others that contest the target's objects' place at the enforcement point (Envoy Gateway enforces
+   * one SecurityPolicy per target): apply() reads them, and the drift watch watches them (metadata only), so
+   * that a change to one in a namespace where the target wrote an object of the kind has it checked again.
+   */
+  contested?: readonly Listing[];
   /** Lists apply() reads that do not depend on the list (lookup()): a sync starts them while the feed is pulled. */
   lookups?(spec: NonNullable<TargetSpec[F]>): Listing[];
   apply(ctx: TargetContext, spec: NonNullable<TargetSpec[F]>): Promise<TargetOutcome>;

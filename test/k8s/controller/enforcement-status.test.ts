@@ -1,7 +1,8 @@
 // Envoy Gateway, istiod and the Cilium operator report in each policy's status whether it is enforced as
 // written: a SecurityPolicy Envoy Gateway did not accept (a conflict with another on the same Gateway) or that
 // others override on some routes, an AuthorizationPolicy ztunnel enforces without its remoteIpBlocks, a
-// CiliumClusterwideNetworkPolicy the agents would refuse. The subscription must say so. None of these
+// CiliumClusterwideNetworkPolicy the agents would refuse; and the other side of an Envoy conflict, someone else's
+// SecurityPolicy refused because ours holds the Gateway. The subscription must say so. None of these
 // controllers runs here (each needs its proxies or agents), so these tests write the status they write,
 // through the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -116,6 +117,31 @@ describe("the envoySecurityPolicy target and Envoy Gateway's status", () => {
     await reportStatus(envoyStatus([{ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Policy has been accepted.' }]));
     await cleared();
     expect((await getSubscription(t.h, t.home, name)).status?.targets).toEqual([expect.objectContaining({ state: 'Applied' })]);
+  });
+
+  it("is Degraded while someone else's SecurityPolicy on the same Gateway is refused as Conflicted, and names it", async () => {
+    // Created after ours, it is the one Envoy Gateway refuses: one SecurityPolicy per target, the oldest.
+    const theirs = `${POLICIES}/namespaces/${t.home}/securitypolicies`;
+    const body = { apiVersion: 'gateway.envoyproxy.io/v1alpha1', kind: 'SecurityPolicy', metadata: { name: 'jwt-auth', namespace: t.home } };
+    const spec = { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }], authorization: { defaultAction: 'Deny' } };
+    const created = JSON.parse(await apiRequest(t.h.apis, 'POST', theirs, { json: JSON.stringify({ ...body, spec }) })) as Policy;
+    const conflict = 'Unable to target Gateway edge, another SecurityPolicy has already attached to it';
+    await apiRequest(t.h.apis, 'PUT', `${theirs}/jwt-auth/status`, {
+      json: JSON.stringify({ ...created, status: envoyStatus([{ type: 'Accepted', status: 'False', reason: 'Conflicted', message: conflict }])(created) }),
+    });
+    const reported = await degradedNow();
+    expect(reported.reason).toBe('TargetContested');
+    expect(reported.message).toBe(
+      `envoySecurityPolicy: SecurityPolicy ${t.home}/jwt-auth attaches to Gateway edge too, and Envoy Gateway does not enforce it: Gateway ${t.home}/edge: Accepted False (Conflicted): ${conflict}`,
+    );
+    // Ours is enforced: the target holds the list.
+    const sub = await getSubscription(t.h, t.home, name);
+    expect(sub.status?.targets).toEqual([expect.objectContaining({ state: 'Degraded', reason: 'TargetContested', cidrs: sub.status!.cidrs })]);
+    expect(await events(t.h, t.home, name)).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'TargetContested' }));
+
+    // Theirs gone, the conflict is over.
+    await apiRequest(t.h.apis, 'DELETE', `${theirs}/jwt-auth`);
+    await cleared();
   });
 
   it('is Degraded while other SecurityPolicies override it on some routes', async () => {

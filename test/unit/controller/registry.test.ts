@@ -29,7 +29,8 @@ describe('target kinds', () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
-  it('may list and watch CRDs, to hear of every API they call being installed', () => {
+  it('may list and watch others\' objects that contest theirs, and CRDs, to hear of every API they call being installed', () => {
+    for (const { resource } of TARGET_KINDS.flatMap((k) => k.contested ?? [])) expect([...granted(resource.group, resource.plural)]).toEqual(expect.arrayContaining(['list', 'watch']));
     expect([...granted('apiextensions.k8s.io', 'customresourcedefinitions')].sort()).toEqual(['list', 'watch']);
     // what each target reads or writes, owned or looked up, under the name its CRD has
     for (const crd of ['securitypolicies.gateway.envoyproxy.io', 'authorizationpolicies.security.istio.io', 'ciliumcidrgroups.cilium.io', 'ciliumclusterwidenetworkpolicies.cilium.io', 'globalnetworksets.crd.projectcalico.org', 'globalnetworkpolicies.crd.projectcalico.org', 'hostendpoints.crd.projectcalico.org']) {

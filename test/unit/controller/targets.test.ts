@@ -4,7 +4,7 @@ import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
 import { ciliumRefusal, desiredCiliumObjects, forcedDefaultDeny } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
-import { desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
+import { contestedPolicies, desiredSecurityPolicies, envoyRefusal } from '../../../controller/targets/envoy-security-policy.ts';
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
 import { desiredAuthorizationPolicies, istioRefusal } from '../../../controller/targets/istio-authorization-policy.ts';
 import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
@@ -193,6 +193,41 @@ describe('enforcement point objects', () => {
     expect(envoyRefusal(policy({ ancestorRef: gateway, conditions: [conflicted] }, { ancestorRef: route, conditions: [condition('Accepted', 'False', 'Invalid', 'no such route')] }))).toMatch(
       /^Gateway web\/edge: .*; HTTPRoute web\/shop: Accepted False \(Invalid\): no such route$/,
     );
+  });
+
+  it("names others' SecurityPolicies on a target ours attaches to that Envoy Gateway refuses as Conflicted", () => {
+    const [ours] = desiredSecurityPolicies(
+      { sub, list: splitFamilies(['45.33.32.156/32']) },
+      { maxCIDRs: 10, targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }, { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop', sectionName: 'cart' }] },
+    );
+    const gateway = { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'team-a', name: 'edge' };
+    const conflicted = { type: 'Accepted', status: 'False', reason: 'Conflicted', message: 'Unable to target Gateway edge, another SecurityPolicy has already attached to it', observedGeneration: 2 };
+    const theirs = (name: string, spec: Record<string, unknown>, conditions: Record<string, unknown>[], namespace = 'team-a') => ({
+      metadata: { namespace, name, generation: 2 },
+      spec,
+      status: { ancestors: [{ ancestorRef: gateway, conditions }] },
+    });
+    const edge = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' };
+    expect(contestedPolicies([ours!], [theirs('jwt', { targetRefs: [edge] }, [conflicted])])).toEqual([
+      'SecurityPolicy team-a/jwt attaches to Gateway edge too, and Envoy Gateway does not enforce it: Gateway team-a/edge: Accepted False (Conflicted): Unable to target Gateway edge, another SecurityPolicy has already attached to it',
+    ]);
+    // the older targetRef field, a route rule
+    expect(contestedPolicies([ours!], [theirs('cors', { targetRef: { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop', sectionName: 'cart' } }, [conflicted])])[0]).toMatch(
+      /^SecurityPolicy team-a\/cors attaches to HTTPRoute shop\/cart too/,
+    );
+    // not contested: accepted, refused for another reason, about an older generation, other targets, another namespace
+    expect(
+      contestedPolicies(
+        [ours!],
+        [
+          theirs('ok', { targetRefs: [edge] }, [{ ...conflicted, status: 'True', reason: 'Accepted' }]),
+          theirs('invalid', { targetRefs: [edge] }, [{ ...conflicted, reason: 'Invalid' }]),
+          theirs('stale', { targetRefs: [edge] }, [{ ...conflicted, observedGeneration: 1 }]),
+          theirs('listener', { targetRefs: [{ ...edge, sectionName: 'https' }] }, [conflicted]),
+          theirs('elsewhere', { targetRefs: [edge] }, [conflicted], 'team-b'),
+        ],
+      ),
+    ).toEqual([]);
   });
 
   it('Istio: one DENY policy per part, remoteIpBlocks or ipBlocks, attached by selector or targetRefs', () => {
