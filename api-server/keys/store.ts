@@ -93,10 +93,11 @@ export async function revokeMemberKeys(pool: pg.Pool, memberId: number): Promise
 
 /**
  * Moves a member's keys to their new tier. Servers pick the change up when they next verify a key, within
- * BLOCKFEED_KEY_CACHE_SECONDS (a tier change is not a revocation, so nothing is announced).
+ * BLOCKFEED_KEY_CACHE_SECONDS (a tier change is not a revocation, so nothing is announced). `db` may be a
+ * client in a transaction (the member's own tier moves with them: members/store.ts).
  */
-export async function setMemberKeysTier(pool: pg.Pool, memberId: number, tier: string): Promise<void> {
-  await pool.query('update api_keys set tier = $2 where member_id = $1', [memberId, tier]);
+export async function setMemberKeysTier(db: pg.Pool | pg.PoolClient, memberId: number, tier: string): Promise<void> {
+  await db.query('update api_keys set tier = $2 where member_id = $1', [memberId, tier]);
 }
 
 /** The active key a presented secret belongs to, or undefined (unknown, malformed or revoked). */

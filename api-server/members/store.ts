@@ -144,10 +144,20 @@ export async function activateMember(pool: pg.Pool, id: number): Promise<Member 
   return rows[0] ? toMember(rows[0]) : undefined;
 }
 
-/** Moves an account and every key it created to another tier. */
+/** Moves an account and every key it created to another tier, in one transaction: both move or neither does. */
 export async function setMemberTier(pool: pg.Pool, id: number, tier: string): Promise<void> {
-  await pool.query('update members set tier = $2 where id = $1', [id, tier]);
-  await setMemberKeysTier(pool, id, tier);
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('update members set tier = $2 where id = $1', [id, tier]);
+    await setMemberKeysTier(client, id, tier);
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /**

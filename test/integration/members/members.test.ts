@@ -1,6 +1,6 @@
 // `blockfeed members` as the operator runs it, against a running api-server: approving, moving an account and
-// its keys to another tier, disabling it (its keys refused at once, its sessions gone); and the session
-// store, which keeps no usable session id.
+// its keys to another tier (at once or not at all), disabling it (its keys refused at once, its sessions
+// gone); and the session store, which keeps no usable session id.
 import { describe, expect, it } from 'vitest';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { SessionStore } from '../../../api-server/members/sessions.ts';
@@ -56,6 +56,28 @@ describe('blockfeed members', () => {
     const tier = await cli('set-tier', '1', 'gold');
     expect(tier.code).toBe(1);
     expect(message(tier.stderr)).toEqual(['blockfeed: <tier> must be one of: member, basic, pro, enterprise; got "gold"']);
+  });
+
+  it('moves an account and its keys together or not at all', async () => {
+    const member = await createMember(server.db.pool, { email: 'atomic@example.org', passwordHash: 'x', status: 'pending' });
+    if (!member) throw new Error('not created');
+    await createKey(server.db.pool, 'member', 'script', member.id);
+    const tiers = async () => ({
+      member: (await findMember(server.db.pool, member.id))?.tier,
+      keys: (await server.db.pool.query<{ tier: string }>('select tier from api_keys where member_id = $1', [member.id])).rows.map((r) => r.tier),
+    });
+    // The store refuses to move keys to `pro` (a constraint on new values only): the second step fails.
+    await server.db.pool.query(`alter table api_keys add constraint test_no_pro_keys check (tier <> 'pro') not valid`);
+    try {
+      const failed = await cli('set-tier', 'atomic@example.org', 'pro');
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toContain('test_no_pro_keys');
+      expect(await tiers()).toEqual({ member: 'member', keys: ['member'] });
+    } finally {
+      await server.db.pool.query('alter table api_keys drop constraint test_no_pro_keys');
+    }
+    expect((await cli('set-tier', 'atomic@example.org', 'pro')).code).toBe(0);
+    expect(await tiers()).toEqual({ member: 'pro', keys: ['pro'] });
   });
 });
 
