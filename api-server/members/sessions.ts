@@ -12,7 +12,7 @@ import type pg from 'pg';
 
 declare module 'fastify' {
   interface Session {
-    /** The signed-in member; absent for a visitor (whose session only holds the CSRF secret). */
+    /** The signed-in member: only a member's session is ever stored (a visitor's forms keep their CSRF secret in a cookie). */
     memberId?: number;
   }
 }

@@ -2,8 +2,10 @@
 // documentation, accounts (sign-up, sign-in, email verification or operator approval), the download page and
 // API keys. Server-rendered pages (views/), a stylesheet and one small script (static/); see docs/website.md.
 //
-// Two contexts: static files without sessions, and the pages with cookies, server-side sessions
-// (members/sessions.ts), CSRF tokens on every form and form bodies. Neither touches the API's routes.
+// Two contexts: static files without sessions, and the pages with cookies, server-side sessions for members
+// (members/sessions.ts), CSRF tokens on every form (their secret in a signed cookie) and form bodies. Neither
+// touches the API's routes.
+import { createHmac } from 'node:crypto';
 import { Signer, fastifyCookie } from '@fastify/cookie';
 import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
@@ -27,7 +29,7 @@ import { keysRoutes } from './keys.ts';
 import { createMailer } from './mail.ts';
 import { STATIC_DIR, sendMessage, visitOf, type Visit } from './pages.ts';
 import { signInRoutes } from './sign-in.ts';
-import { SESSION_COOKIE, SESSION_HOURS, type SiteDeps } from './site.ts';
+import { CSRF_COOKIE, SESSION_COOKIE, SESSION_HOURS, csrfBinding, csrfToken, type SiteDeps } from './site.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -59,22 +61,29 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
   const mailer = config.smtpUrl && config.siteUrl ? createMailer(config.smtpUrl, config.siteUrl, config.mailFrom) : undefined;
   const deps: SiteDeps = { pool, log, clock, tiers: parseTierQuotas(config.tierQuotas), mailer, siteUrl: config.siteUrl };
 
-  await app.register(fastifyCookie);
-  const signing = sessionSigner(pool, config.sessionSecret);
-  // Before the session plugin's own hook, which needs the signer.
-  app.addHook('onRequest', signing.ready);
+  const keys = siteKeys(pool, config.sessionSecret);
+  // Signs the CSRF cookie.
+  await app.register(fastifyCookie, { secret: keys.cookieSigner });
+  // Before the session plugin's own hook, which needs its signer.
+  app.addHook('onRequest', keys.ready);
   await app.register(fastifySession, {
-    secret: signing.signer,
+    secret: keys.sessionSigner,
     cookieName: SESSION_COOKIE,
     store: new SessionStore(pool, SESSION_HOURS * 3_600_000),
-    // A visitor's session is stored only once it holds something (a CSRF secret, a member).
+    // Only a signed-in member's session is stored: nothing else is ever put in one.
     saveUninitialized: false,
     rolling: false,
     // Secure over HTTPS (behind a proxy: TRUSTED_PROXIES and X-Forwarded-Proto), so `make run` works on http://localhost.
     cookie: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_HOURS * 3_600_000 },
   });
+  // Signed double-submit: the secret in a signed cookie (for as long as the browser runs), the token in the
+  // form. A member's tokens are bound to the session (csrfBinding), with a key only the servers hold.
   await app.register(fastifyCsrf, {
-    sessionPlugin: '@fastify/session',
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: CSRF_COOKIE,
+    cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', signed: true },
+    csrfOpts: { userInfo: true, hmacKey: keys.csrfKey },
+    getUserInfo: csrfBinding,
     // Forms only: the token travels in the body, never in a header or the URL.
     getToken: (req) => {
       const token = (req.body as { _csrf?: unknown } | undefined)?._csrf;
@@ -90,7 +99,7 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
     const asked = (req.query as { lang?: unknown } | undefined)?.lang;
     // A language chosen with the switch sticks for a year.
     if (isLang(asked)) reply.setCookie(LANGUAGE_COOKIE, asked, { path: '/', maxAge: 365 * 86_400, sameSite: 'lax', httpOnly: true, secure: 'auto' });
-    req.visit = visitOf(req, member, member ? reply.generateCsrf() : undefined);
+    req.visit = visitOf(req, member, member ? csrfToken(reply) : undefined);
   });
   app.setErrorHandler((err: FastifyError, req, reply) => sendErrorPage(err, req, reply, log));
 
@@ -110,21 +119,41 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
 }
 
 /**
- * Signs session cookies with BLOCKFEED_SESSION_SECRET, else with the secret kept in the database, read at
- * the first request: a server starts without its store (and answers 503 until it is back).
+ * The keys of the site's cookies and tokens, all from BLOCKFEED_SESSION_SECRET, else from the secret kept in
+ * the database, read at the first request: a server starts without its store (and answers 503 until it is
+ * back). Session cookies are signed with the secret itself; the CSRF cookie, and the binding of members' CSRF
+ * tokens, with keys derived from it for each purpose, so that no value of one passes for another.
  */
-function sessionSigner(pool: pg.Pool, configured: string | undefined) {
-  let signer = configured ? new Signer(configured) : undefined;
-  const current = () => {
-    if (!signer) throw new Error('the session secret is not loaded yet');
-    return signer;
+function siteKeys(pool: pg.Pool, configured: string | undefined) {
+  let session: Signer | undefined;
+  let cookies: Signer | undefined;
+  // @fastify/csrf takes its HMAC key when the plugin is registered and reads it at every token: the buffer
+  // is filled in place when the secret is known, before any request gets further than `ready`.
+  const csrfKey = Buffer.alloc(32);
+  const derive = (secret: string, purpose: string) => createHmac('sha256', secret).update(`blockfeed ${purpose}`).digest();
+  const load = (secret: string) => {
+    session = new Signer(secret);
+    cookies = new Signer(derive(secret, 'cookies'));
+    derive(secret, 'csrf tokens').copy(csrfKey);
   };
+  if (configured) load(configured);
+  const lazy = (signer: () => Signer | undefined) => ({
+    sign: (value: string) => loaded(signer()).sign(value),
+    unsign: (value: string) => loaded(signer()).unsign(value),
+  });
   return {
-    signer: { sign: (value: string) => current().sign(value), unsign: (value: string) => current().unsign(value) },
+    sessionSigner: lazy(() => session),
+    cookieSigner: lazy(() => cookies),
+    csrfKey,
     ready: async () => {
-      signer ??= new Signer(await storedSessionSecret(pool));
+      if (!session) load(await storedSessionSecret(pool));
     },
   };
+}
+
+function loaded(signer: Signer | undefined): Signer {
+  if (!signer) throw new Error('the session secret is not loaded yet');
+  return signer;
 }
 
 /** The member of the session, if it is still active; a session of a disabled or deleted account ends here. */

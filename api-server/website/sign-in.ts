@@ -1,6 +1,7 @@
 // Sign-up (email verification with SMTP, the operator's approval without), sign-in (throttled, the session
 // rotated), sign-out (the session ends on the server). No answer tells whether an address has an account:
-// sign-up answers alike either way, and sign-in says more than "not right" only to the right password.
+// sign-up answers alike either way, and sign-in says more than "not right" only to the right password. Until
+// sign-in nothing is stored for a visitor (site.ts: the CSRF secret is a cookie).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -18,7 +19,7 @@ import {
 } from '../members/store.ts';
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
-import { csrfCheck, CsrfForm, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
+import { csrfCheck, CsrfForm, csrfToken, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
 import { admitSignIn, admitSignUp, minutesOf, signInSucceeded } from './throttle.ts';
 
 const SignUpForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, confirm: PasswordText });
@@ -35,12 +36,12 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
   const { pool, clock } = deps;
 
   function signUpForm(req: FastifyRequest, reply: FastifyReply, status: number, email: string, errors: Record<string, string>) {
-    const visit = { ...req.visit, csrf: reply.generateCsrf() };
+    const visit = { ...req.visit, csrf: csrfToken(reply) };
     return sendPage(reply, 'sign-up', visit, { status, title: visit.locale.t.signUp.title }, { email, errors, minLength: PASSWORD_MIN_LENGTH });
   }
 
   function signInForm(req: FastifyRequest, reply: FastifyReply, status: number, view: { email?: string; failure?: string; notice?: string; next?: string }) {
-    const visit = { ...req.visit, csrf: reply.generateCsrf() };
+    const visit = { ...req.visit, csrf: csrfToken(reply) };
     return sendPage(reply, 'sign-in', visit, { status, title: visit.locale.t.signIn.title }, { email: '', failure: undefined, notice: undefined, next: undefined, ...view });
   }
 

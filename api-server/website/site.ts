@@ -1,5 +1,5 @@
-// What the website's page plugins share: their dependencies, the public base URL, the session cookie, the
-// guard of members' pages and the shape of form fields.
+// What the website's page plugins share: their dependencies, the public base URL, the cookies, the guard of
+// members' pages, the CSRF token of a page and the shape of form fields.
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type pg from 'pg';
 import Type from 'typebox';
@@ -10,7 +10,10 @@ import type { Member } from '../members/store.ts';
 import type { Messages } from './messages/en.ts';
 import type { Mailer } from './mail.ts';
 
+/** The session of a signed-in member (a signed id; the session itself is in web_sessions). */
 export const SESSION_COOKIE = 'blockfeed_session';
+/** The CSRF secret of the browser's forms, signed: visitors' forms need no state on the server. */
+export const CSRF_COOKIE = 'blockfeed_csrf';
 /** A session ends 12 hours after sign-in, whatever happens in between (rolling would write on every page). */
 export const SESSION_HOURS = 12;
 
@@ -53,7 +56,23 @@ export function newPasswordErrors(password: string, confirm: string | undefined,
 /** A form that carries only its CSRF token. */
 export const CsrfForm = Type.Object({ _csrf: FormText(200) });
 
-/** preHandler of every form: @fastify/csrf-protection's check of the `_csrf` field against the session. */
+/**
+ * What a member's CSRF tokens are bound to: the session, whose id only that browser knows. A cookie and
+ * token planted from elsewhere (a sibling site can set cookies for this one) then fail in a member's
+ * session; visitors' forms (sign-in, sign-up) have no session to bind to.
+ */
+export function csrfBinding(req: FastifyRequest): string {
+  // After destroy() (a disabled member's session) the request holds no session.
+  const session = req.session as FastifyRequest['session'] | null;
+  return session?.memberId === undefined ? 'visitor' : `member:${session.sessionId}`;
+}
+
+/** The CSRF token for the forms of the page being answered (its secret goes in CSRF_COOKIE if the browser has none). */
+export function csrfToken(reply: FastifyReply): string {
+  return reply.generateCsrf({ userInfo: csrfBinding(reply.request) });
+}
+
+/** preHandler of every form: @fastify/csrf-protection's check of the `_csrf` field against the signed cookie. */
 export function csrfCheck(app: FastifyInstance): preHandlerHookHandler {
   return (req, reply, done) => app.csrfProtection(req, reply, done);
 }

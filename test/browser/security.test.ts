@@ -1,7 +1,7 @@
 // The member centre's defences, exercised from Chromium: throttled sign-in, CSRF tokens, sessions that end on
 // the server and change at sign-in, no account enumeration, and a Content-Security-Policy the pages live with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_COOKIE } from '../../api-server/website/site.ts';
+import { CSRF_COOKIE, SESSION_COOKIE } from '../../api-server/website/site.ts';
 import { CONTENT_SECURITY_POLICY } from '../../api-server/website/pages.ts';
 import { openPage } from '../support/browser.ts';
 import { PASSWORD, activeMember, inOneThrottleWindow, signIn, signUp, startSite, submit, textOf, type Site } from './site.ts';
@@ -70,17 +70,33 @@ describe('member centre security', () => {
     await context.close();
   });
 
-  it('rotates the session at sign-in and ends it on the server at sign-out', async () => {
+  it('stores a session only from sign-in, under a new id, and ends it on the server at sign-out', async () => {
     await activeMember(site, 'session@example.org');
+    await activeMember(site, 'planter@example.org');
     const { context, page, problems } = await openPage(site.browser);
     await page.goto(`${site.api.base}/sign-in`);
-    const before = (await context.cookies()).find((c) => c.name === SESSION_COOKIE);
-    expect(before?.httpOnly).toBe(true);
-    expect(before?.sameSite).toBe('Lax');
+    // A visitor has no session: the form's secret is a signed cookie, kept from scripts.
+    expect((await context.cookies()).map((c) => c.name)).toEqual([CSRF_COOKIE]);
+    const csrf = (await context.cookies()).find((c) => c.name === CSRF_COOKIE);
+    expect(csrf?.httpOnly).toBe(true);
+    expect(csrf?.sameSite).toBe('Lax');
+    // A session id planted before sign-in (session fixation: one the attacker got by signing in and out
+    // again, since visitors get none) is replaced by a new one.
+    const { context: planter, page: planterPage } = await openPage(site.browser);
+    await signIn(planterPage, site.api.base, 'planter@example.org');
+    const planted = (await planter.cookies()).find((c) => c.name === SESSION_COOKIE);
+    if (!planted) throw new Error('no session cookie to plant');
+    await submit(planterPage, planterPage.getByRole('button', { name: 'Sign out' }));
+    await context.addCookies([planted]);
     await signIn(page, site.api.base, 'session@example.org');
     const during = (await context.cookies()).find((c) => c.name === SESSION_COOKIE);
     expect(during?.value).toBeTruthy();
-    expect(during?.value).not.toBe(before?.value);
+    expect(during?.value).not.toBe(planted.value);
+    expect(during?.httpOnly).toBe(true);
+    expect(during?.sameSite).toBe('Lax');
+    await page.goto(`${site.api.base}/account`);
+    expect(await textOf(page.locator('main'))).toContain('session@example.org');
+    await planter.close();
     const sessionsOf = async () =>
       (await site.db.pool.query(`select 1 from web_sessions s join members m on m.id = s.member_id where m.email = 'session@example.org'`)).rowCount;
     expect(await sessionsOf()).toBe(1);
