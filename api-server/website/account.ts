@@ -7,7 +7,7 @@ import { PASSWORD_MIN_LENGTH, hashPassword, passwordMatches } from '../members/p
 import { changePassword, findCredentials } from '../members/store.ts';
 import { sendPage } from './pages.ts';
 import { csrfCheck, csrfToken, FormText, memberOf, newPasswordErrors, PasswordText, requireMember, type SiteDeps } from './site.ts';
-import { admitPasswordCheck, minutesOf, signInSucceeded } from './throttle.ts';
+import { admitPasswordCheck, minutesOf, passwordCheckSucceeded } from './throttle.ts';
 
 const PasswordForm = Type.Object({ _csrf: FormText(200), current: PasswordText, password: PasswordText, confirm: PasswordText });
 
@@ -35,14 +35,14 @@ export async function accountRoutes(fastify: FastifyInstance, { pool, tiers, clo
     const { t } = req.visit.locale;
     const password = req.body.password ?? '';
     const errors = newPasswordErrors(password, req.body.confirm, t);
-    // The current password can be guessed here as at sign-in (a session left open is enough to try): the
-    // account's sign-in throttle counts these attempts too.
+    // The current password can be guessed here (a session left open is enough to try): a throttle of its own
+    // counts these attempts, so that they cannot lock the owner out of signing in either.
     const wait = await admitPasswordCheck(pool, member.email, clock());
     if (wait > 0) return accountPage(req, reply.header('retry-after', String(wait)), 429, { errors: { current: t.signIn.throttled(minutesOf(wait)) } });
     const stored = await findCredentials(pool, member.email);
     if (!stored || !(await passwordMatches(stored.passwordHash, req.body.current ?? ''))) errors.current = t.problems.currentPassword;
     if (Object.keys(errors).length) return accountPage(req, reply, 400, { errors });
-    await signInSucceeded(pool, member.email, clock());
+    await passwordCheckSucceeded(pool, member.email, clock());
     // A new session id too: whoever held the old one (and every other session) is signed out.
     await req.session.regenerate(['memberId']);
     await changePassword(pool, member.id, await hashPassword(password), req.session.sessionId);

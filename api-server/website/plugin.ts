@@ -62,7 +62,7 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
   const deps: SiteDeps = { pool, log, clock, tiers: parseTierQuotas(config.tierQuotas), mailer, siteUrl: config.siteUrl };
 
   const keys = siteKeys(pool, config.sessionSecret);
-  // Signs the CSRF cookie.
+  // Signs the CSRF and device cookies.
   await app.register(fastifyCookie, { secret: keys.cookieSigner });
   // Before the session plugin's own hook, which needs its signer.
   app.addHook('onRequest', keys.ready);
@@ -121,8 +121,8 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
 /**
  * The keys of the site's cookies and tokens, all from BLOCKFEED_SESSION_SECRET, else from the secret kept in
  * the database, read at the first request: a server starts without its store (and answers 503 until it is
- * back). Session cookies are signed with the secret itself; the CSRF cookie, and the binding of members' CSRF
- * tokens, with keys derived from it for each purpose, so that no value of one passes for another.
+ * back). Session cookies are signed with the secret itself; the CSRF and device cookies, and the binding of
+ * members' CSRF tokens, with keys derived from it for each purpose, so that no value of one passes for another.
  */
 function siteKeys(pool: pg.Pool, configured: string | undefined) {
   let session: Signer | undefined;

@@ -1,7 +1,8 @@
 // Sign-up (email verification with SMTP, the operator's approval without), sign-in (throttled, the session
-// rotated), sign-out (the session ends on the server). No answer tells whether an address has an account:
-// sign-up answers alike either way, and sign-in says more than "not right" only to the right password. Until
-// sign-in nothing is stored for a visitor (site.ts: the CSRF secret is a cookie).
+// made new, a device cookie left for the throttle), sign-out (the session ends on the server). No answer
+// tells whether an address has an account: sign-up answers alike either way, and sign-in says more than
+// "not right" only to the right password. Until sign-in nothing is stored for a visitor (site.ts: the CSRF
+// secret is a cookie).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -19,8 +20,8 @@ import {
 } from '../members/store.ts';
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
-import { csrfCheck, CsrfForm, csrfToken, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
-import { admitSignIn, admitSignUp, minutesOf, signInSucceeded } from './throttle.ts';
+import { csrfCheck, CsrfForm, csrfToken, DEVICE_COOKIE, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
+import { admitSignIn, admitSignUp, DEVICE_DAYS, deviceOf, minutesOf, newDeviceValue, signInSucceeded, type SignInAttempt } from './throttle.ts';
 
 const SignUpForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, confirm: PasswordText });
 const SignInForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, next: FormText(100) });
@@ -93,17 +94,21 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
     const password = req.body.password ?? '';
     const next = safeNext(req.body.next);
     const now = clock();
-    const wait = await admitSignIn(pool, email, req.ip, now);
+    const signedDevice = req.unsignCookie(req.cookies[DEVICE_COOKIE] ?? '');
+    const attempt: SignInAttempt = { email, address: req.ip, device: signedDevice.valid ? deviceOf(signedDevice.value, email, now) : undefined };
+    const wait = await admitSignIn(pool, attempt, now);
     if (wait > 0) return signInForm(req, reply.header('retry-after', String(wait)), 429, { email, failure: t.signIn.throttled(minutesOf(wait)), next });
     const found = await findCredentials(pool, email);
     const matches = found ? await passwordMatches(found.passwordHash, password) : await verifyAgainstDecoy(password);
     if (!found || !matches) return signInForm(req, reply, 400, { email, failure: t.signIn.failed, next });
     const refusal = statusRefusal(found.member, req.visit.locale);
     if (refusal) return signInForm(req, reply, 403, { email, failure: refusal, next });
-    await signInSucceeded(pool, email, now);
+    await signInSucceeded(pool, attempt, now);
     // A new session id at sign-in: an id planted before it (session fixation) is worth nothing after.
     await req.session.regenerate();
     req.session.memberId = found.member.id;
+    // This browser has signed in to the account: a new device cookie lets it past the account's ceiling.
+    reply.setCookie(DEVICE_COOKIE, newDeviceValue(email, now), { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', signed: true, maxAge: DEVICE_DAYS * 86_400 });
     return reply.redirect(next ?? '/account/download', 303);
   });
 

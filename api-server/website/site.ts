@@ -14,6 +14,8 @@ import type { Mailer } from './mail.ts';
 export const SESSION_COOKIE = 'blockfeed_session';
 /** The CSRF secret of the browser's forms, signed: visitors' forms need no state on the server. */
 export const CSRF_COOKIE = 'blockfeed_csrf';
+/** Signed, names the account a browser signed in to: it lets that browser past the account's sign-in ceiling (throttle.ts). */
+export const DEVICE_COOKIE = 'blockfeed_device';
 /** A session ends 12 hours after sign-in, whatever happens in between (rolling would write on every page). */
 export const SESSION_HOURS = 12;
 

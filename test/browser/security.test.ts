@@ -15,7 +15,7 @@ describe('member centre security', () => {
     await site?.close();
   });
 
-  it('throttles sign-in after five wrong passwords for an account, even with the right one, and not other accounts', async () => {
+  it('throttles sign-in after five wrong passwords for an account from one address, even with the right one, and not other accounts', async () => {
     await activeMember(site, 'victim@example.org');
     await activeMember(site, 'bystander@example.org');
     const { context, page, problems } = await openPage(site.browser);

@@ -4,7 +4,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import type { Config } from '../../api-server/config.ts';
 import { hashPassword } from '../../api-server/members/passwords.ts';
 import { activateMember, createMember, setMemberTier } from '../../api-server/members/store.ts';
-import { SIGN_IN_PER_ACCOUNT } from '../../api-server/website/throttle.ts';
+import { SIGN_IN_PER_PAIR } from '../../api-server/website/throttle.ts';
 import { startApi, type TestApi } from '../support/api-server.ts';
 import { insertAddresses, type FixtureAddress } from '../support/attack-fixtures.ts';
 import { launchChromium } from '../support/browser.ts';
@@ -91,11 +91,12 @@ export function lines(text: string): string[] {
 }
 
 /**
- * Waits, when needed, until the sign-in throttle's fixed window has `marginMs` left, so that a burst of attempts
- * falls in one window: one that straddles a quarter hour is split across two, by design, and is not throttled.
+ * Waits, when needed, until the sign-in throttle's fixed window (of an account from one address, as the
+ * browser is) has `marginMs` left, so that a burst of attempts falls in one window: one that straddles a
+ * quarter hour is split across two, by design, and is not throttled.
  */
 export async function inOneThrottleWindow(marginMs = 60_000): Promise<void> {
-  const windowMs = SIGN_IN_PER_ACCOUNT.windowSeconds * 1000;
+  const windowMs = SIGN_IN_PER_PAIR.windowSeconds * 1000;
   const left = windowMs - (Date.now() % windowMs);
   if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 1000));
 }

@@ -73,7 +73,10 @@ describe('website sessions', () => {
     await member.get('/sign-in');
     const signingIn = await member.post('/sign-in', { email: 'owner@example.org', password: PASSWORD });
     expect(signingIn.status).toBe(303);
-    expect(signingIn.headers.getSetCookie()).toEqual([expect.stringMatching(/^blockfeed_session=[\w-]+\.[\w+/]+; Path=\/; Expires=[^;]+; HttpOnly; SameSite=Lax$/)]);
+    expect(signingIn.headers.getSetCookie().sort()).toEqual([
+      expect.stringMatching(/^blockfeed_device=[\w-]+\.[\w-]+\.\d+\.[\w+/]+; Max-Age=15552000; Path=\/; HttpOnly; SameSite=Lax$/),
+      expect.stringMatching(/^blockfeed_session=[\w-]+\.[\w+/]+; Path=\/; Expires=[^;]+; HttpOnly; SameSite=Lax$/),
+    ]);
     expect(await storedSessions()).toBe(1);
     await member.get('/account');
     expect((await member.post('/sign-out', {})).status).toBe(303);
