@@ -1,5 +1,6 @@
 // `blockfeed members list|approve|set-tier|disable`: the operator's side of the member centre. Accounts are
-// named by their id or email address.
+// named by their id or email address. Arguments and stored addresses are echoed through untrusted-text.ts, so
+// neither a pasted argument nor a stored address can break a message's line or steer the terminal.
 import type { Command } from 'commander';
 import { printTable } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
@@ -7,19 +8,26 @@ import { withStore } from '../cli-context.ts';
 import type { Database } from '../db/database.ts';
 import { parseTierQuotas, type Quota } from '../keys/tiers.ts';
 import { activateMember, disableMember, findMemberByRef, listMembers, setMemberTier, type Member } from './store.ts';
+import { hasForbiddenCharacters, quoted, shown } from './untrusted-text.ts';
+
+/** Longer than any id or address (254 characters at most). */
+const REF_MAX_LENGTH = 254;
 
 function withMemberStore<T>(fn: (db: Database, tiers: Map<string, Quota>) => Promise<T>): Promise<T> {
   return withStore({ applicationName: 'blockfeed-members', poolSize: 2 }, (db, { config }) => fn(db, parseTierQuotas(config.tierQuotas)));
 }
 
 async function memberNamed(db: Database, ref: string): Promise<Member> {
+  if (hasForbiddenCharacters(ref) || [...ref].length > REF_MAX_LENGTH) {
+    throw new UserError(`<member> must be an account id or email address, without control characters (see blockfeed members list); got ${quoted(ref)}`);
+  }
   const member = await findMemberByRef(db.pool, ref);
-  if (!member) throw new UserError(`no member with id or email "${ref}" (see blockfeed members list)`);
+  if (!member) throw new UserError(`no member with id or email ${quoted(ref)} (see blockfeed members list)`);
   return member;
 }
 
 function describe(m: Member): string {
-  return `member ${m.id} <${m.email}>`;
+  return `member ${m.id} <${shown(m.email)}>`;
 }
 
 export function registerMembersCommands(program: Command): void {
@@ -32,7 +40,7 @@ export function registerMembersCommands(program: Command): void {
       await withMemberStore(async (db) => {
         const rows = await listMembers(db.pool);
         const lines = [['ID', 'STATUS', 'TIER', 'KEYS', 'CREATED', 'EMAIL']];
-        for (const m of rows) lines.push([String(m.id), m.status, m.tier, String(m.activeKeys), m.createdAt.toISOString(), m.email]);
+        for (const m of rows) lines.push([String(m.id), m.status, m.tier, String(m.activeKeys), m.createdAt.toISOString(), shown(m.email)]);
         printTable(lines);
       });
     });
@@ -60,7 +68,7 @@ export function registerMembersCommands(program: Command): void {
     .argument('<tier>', 'a tier of BLOCKFEED_TIER_QUOTAS (default tiers: member, basic, pro, enterprise)')
     .action(async (ref: string, tier: string) => {
       await withMemberStore(async (db, tiers) => {
-        if (!tiers.has(tier)) throw new UserError(`<tier> must be one of: ${[...tiers.keys()].join(', ')}; got "${tier}"`);
+        if (!tiers.has(tier)) throw new UserError(`<tier> must be one of: ${[...tiers.keys()].join(', ')}; got ${quoted(tier)}`);
         const member = await memberNamed(db, ref);
         await setMemberTier(db.pool, member.id, tier);
         process.stdout.write(`${describe(member)}: tier ${member.tier} -> ${tier}\n`);

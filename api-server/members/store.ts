@@ -43,15 +43,27 @@ function toMember(row: MemberRow): Member {
 }
 
 const EMAIL_MAX_LENGTH = 254;
+const LOCAL_PART_MAX_LENGTH = 64;
+
+// An address as people have them, in RFC 5322's dot-atom form with RFC 6531's letters of any script: the
+// local part of letters, digits and !#$%&'*+/=?^_`{|}~- in dot-separated runs, a domain of two or more
+// labels of letters, digits and inner hyphens. Nothing else: no spaces or control characters, and none of
+// the quotes, commas, angle brackets or parentheses that would make a mail header read it as a display
+// name or a list of recipients.
+const LOCAL_RUN = "[\\p{L}\\p{M}\\p{N}!#$%&'*+/=?^_`{|}~-]+";
+const LABEL = '[\\p{L}\\p{M}\\p{N}](?:[\\p{L}\\p{M}\\p{N}-]*[\\p{L}\\p{M}\\p{N}])?';
+const EMAIL = new RegExp(`^(${LOCAL_RUN}(?:\\.${LOCAL_RUN})*)@${LABEL}(?:\\.${LABEL})+$`, 'u');
 
 /** One account per address however it is typed: trimmed and lower-cased. */
 export function normalizeEmail(text: string): string {
   return text.trim().toLowerCase();
 }
 
-/** Whether a (normalized) address can be an account's: one @, a dot in the domain, no spaces, at most 254 characters. */
+/** Whether a (normalized) address can be an account's: see EMAIL; at most 254 characters, 64 before the @. */
 export function isEmailAddress(email: string): boolean {
-  return email.length <= EMAIL_MAX_LENGTH && /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(email);
+  if (email.length > EMAIL_MAX_LENGTH) return false;
+  const local = EMAIL.exec(email)?.[1];
+  return local !== undefined && local.length <= LOCAL_PART_MAX_LENGTH;
 }
 
 /** A verification token for an emailed link: the token goes in the link, only its SHA-256 is stored. */

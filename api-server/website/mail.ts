@@ -1,8 +1,13 @@
 // The emails of the member centre, through the SMTP server of BLOCKFEED_SMTP_URL (nodemailer): the link that
 // confirms an address, and the note sent instead when the address already has an account (so that signing up
 // answers the same whether or not it does). Plain text, in the language of the page that asked.
+//
+// The recipient is the one thing in a message that a visitor typed. It is a checked address (isEmailAddress:
+// no control characters, quotes, commas or angle brackets), checked again here, and handed to nodemailer as
+// an address object, never as a header line it would parse: it cannot become a list of recipients or carry
+// a header of its own. Subjects and bodies are the site's own text.
 import nodemailer from 'nodemailer';
-import { VERIFICATION_HOURS } from '../members/store.ts';
+import { VERIFICATION_HOURS, isEmailAddress } from '../members/store.ts';
 import type { Locale } from './i18n.ts';
 
 export interface Mailer {
@@ -16,7 +21,8 @@ export function createMailer(smtpUrl: string, siteUrl: string, from?: string): M
   const transport = nodemailer.createTransport(smtpUrl);
   const sender = from ?? `blockfeed <noreply@${new URL(siteUrl).hostname}>`;
   const send = async (to: string, subject: string, text: string) => {
-    await transport.sendMail({ from: sender, to, subject, text });
+    if (!isEmailAddress(to)) throw new Error('refused to mail a recipient that is not one address');
+    await transport.sendMail({ from: sender, to: { name: '', address: to }, subject, text });
   };
   return {
     sendVerification: (to, { t }, link) => send(to, t.mail.verifySubject, t.mail.verifyBody(link, VERIFICATION_HOURS)),

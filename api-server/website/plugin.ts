@@ -29,7 +29,7 @@ import { keysRoutes } from './keys.ts';
 import { createMailer } from './mail.ts';
 import { STATIC_DIR, sendMessage, visitOf, type Visit } from './pages.ts';
 import { signInRoutes } from './sign-in.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, SESSION_HOURS, csrfBinding, csrfToken, type SiteDeps } from './site.ts';
+import { CSRF_COOKIE, SESSION_COOKIE, SESSION_HOURS, csrfBinding, csrfToken, parseForm, type SiteDeps } from './site.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -91,7 +91,9 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
     },
     logLevel: 'info',
   });
-  await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
+  // Pages take urlencoded forms and nothing else (JSON, text, multipart are refused with 415).
+  app.removeAllContentTypeParsers();
+  await app.register(fastifyFormbody, { bodyLimit: 16 * 1024, parser: parseForm });
 
   app.decorateRequest('visit', null as unknown as Visit);
   app.addHook('preHandler', async (req, reply) => {
@@ -171,6 +173,7 @@ function sendErrorPage(err: FastifyError, req: FastifyRequest, reply: FastifyRep
   const visit = req.visit ?? visitOf(req, null);
   const { t } = visit.locale;
   if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') return sendMessage(reply, visit, 403, t.errors.forbiddenTitle, t.errors.csrf);
+  if (err.code === 'BLOCKFEED_FORM_TEXT') return sendMessage(reply, visit, 400, t.errors.badRequestTitle, t.errors.formText);
   if (isStoreUnavailable(err)) {
     log.warn({ reqId: req.id, err: { message: err.message, code: err.code } }, 'store unavailable');
     reply.header('retry-after', '5');

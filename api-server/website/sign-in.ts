@@ -68,8 +68,9 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
     }
     const { token, hash } = newVerificationToken();
     const created = await createMember(pool, { email, passwordHash, status: 'unverified', verifyTokenHash: hash });
-    await sendSignUpMail(deps, req, email, created, token).catch((err: Error) =>
-      deps.log.warn({ reqId: req.id, err: { message: err.message } }, 'sign-up email could not be sent'),
+    // Not the error's message: an SMTP server's refusal usually quotes the recipient's address.
+    await sendSignUpMail(deps, req, email, created, token).catch((err: Error & { code?: unknown; responseCode?: unknown; command?: unknown }) =>
+      deps.log.warn({ reqId: req.id, err: { code: err.code, responseCode: err.responseCode, command: err.command } }, 'sign-up email could not be sent'),
     );
     return sendMessage(reply, req.visit, 200, t.signUp.sentTitle, t.signUp.sent(email, VERIFICATION_HOURS));
   });

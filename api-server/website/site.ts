@@ -1,5 +1,5 @@
 // What the website's page plugins share: their dependencies, the public base URL, the cookies, the guard of
-// members' pages, the CSRF token of a page and the shape of form fields.
+// members' pages, the CSRF token of a page, and how form bodies are read and what their fields may hold.
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type pg from 'pg';
 import Type from 'typebox';
@@ -7,6 +7,7 @@ import type { Logger } from '../../common/logging.ts';
 import type { Quota } from '../keys/tiers.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordProblem } from '../members/passwords.ts';
 import type { Member } from '../members/store.ts';
+import { hasForbiddenCharacters } from '../members/untrusted-text.ts';
 import type { Messages } from './messages/en.ts';
 import type { Mailer } from './mail.ts';
 
@@ -57,6 +58,34 @@ export function newPasswordErrors(password: string, confirm: string | undefined,
 
 /** A form that carries only its CSRF token. */
 export const CsrfForm = Type.Object({ _csrf: FormText(200) });
+
+/** A form body that is not UTF-8 text or holds control characters: no field of the site takes either. */
+export class FormTextError extends Error {
+  readonly code = 'BLOCKFEED_FORM_TEXT';
+  readonly statusCode = 400;
+}
+
+/**
+ * Reads an urlencoded form body (@fastify/formbody's parser). Browsers send the site's forms as UTF-8 with
+ * every byte outside ASCII percent-encoded: a raw byte that was not UTF-8 (decoded to U+FFFD), a
+ * percent-encoding that is not UTF-8, or a control character (NUL, CR/LF, ESC, …) in any field means the
+ * body did not come from the form, and is refused whole, before any field is looked at.
+ */
+export function parseForm(body: string): Record<string, string | string[]> {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(body.replaceAll('+', ' '));
+  } catch {
+    throw new FormTextError('the form body is not UTF-8');
+  }
+  if (hasForbiddenCharacters(decoded)) throw new FormTextError('a form field holds control characters or text that was not UTF-8');
+  const fields: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const [name, value] of new URLSearchParams(body)) {
+    const had = fields[name];
+    fields[name] = had === undefined ? value : [had, value].flat();
+  }
+  return fields;
+}
 
 /**
  * What a member's CSRF tokens are bound to: the session, whose id only that browser knows. A cookie and

@@ -209,6 +209,7 @@ export const en = {
     csrf: 'This form expired or did not come from this site. Go back, reload the page and send it again.',
     badRequestTitle: 'Request not understood',
     badRequest: 'The request was not understood. Go back and try again.',
+    formText: 'The form held control characters or text that is not UTF-8, which no field takes. Nothing was changed. Go back, retype the fields and send the form again.',
     unavailableTitle: 'Unavailable for a moment',
     unavailable: 'The service is unavailable for a moment. Try again shortly.',
     internalTitle: 'Something went wrong',

@@ -206,6 +206,7 @@ export const zhCN = {
     csrf: '该表单已过期或并非来自本站。请返回并刷新页面后重新提交。',
     badRequestTitle: '无法理解的请求',
     badRequest: '无法理解该请求。请返回后重试。',
+    formText: '表单中含有控制字符或非 UTF-8 文本，任何字段都不接受这些内容。未做任何更改。请返回，重新输入后再次提交。',
     unavailableTitle: '暂时无法使用',
     unavailable: '服务暂时无法使用，请稍后重试。',
     internalTitle: '出错了',

@@ -1,12 +1,14 @@
 // `blockfeed members` as the operator runs it, against a running api-server: approving, moving an account and
 // its keys to another tier (at once or not at all), disabling it (its keys refused at once, its sessions
-// gone); and the session store, which keeps no usable session id.
+// gone), hostile arguments and stored addresses that must not drive the operator's terminal; and the session
+// store, which keeps no usable session id.
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { SessionStore } from '../../../api-server/members/sessions.ts';
 import { createMember, findMember } from '../../../api-server/members/store.ts';
 import { apiOnFreshDatabase, settledStatus } from '../../support/api-server.ts';
-import { runCli } from '../../support/cli.ts';
+import { BLOCKFEED, cliEnv, runCli, type CliResult } from '../../support/cli.ts';
 
 const server = apiOnFreshDatabase();
 const cli = (...args: string[]) => runCli(['members', ...args], { DATABASE_URL: server.db.url, LOG_LEVEL: 'warn' });
@@ -79,7 +81,58 @@ describe('blockfeed members', () => {
     expect((await cli('set-tier', 'atomic@example.org', 'pro')).code).toBe(0);
     expect(await tiers()).toEqual({ member: 'pro', keys: ['pro'] });
   });
+
+  it('answers hostile arguments with one line that shows them without letting them drive the terminal', async () => {
+    const hostile = [
+      'evil\r\n\u001b[31mred@example.org',
+      'line\nbreak',
+      '\u202egro.elpmaxe@evil',
+      'x'.repeat(5000),
+      '\u0007bell@example.org',
+    ];
+    const runs: CliResult[] = [];
+    for (const ref of hostile) for (const command of ['approve', 'disable']) runs.push(await cli(command, ref));
+    for (const ref of hostile) runs.push(await cli('set-tier', ref, 'pro'), await cli('set-tier', '1', ref));
+    // Bytes that are not UTF-8, as a shell passes them.
+    runs.push(await viaShell(`"$BLOCKFEED" members approve "$(printf 'caf\\351@example.org')"`));
+    for (const run of runs) {
+      expect(run.code).toBe(1);
+      const lines = message(run.stderr);
+      expect(lines).toHaveLength(1);
+      const [line = ''] = lines;
+      expect(line).toMatch(/^blockfeed: /);
+      expect(line).not.toMatch(/[\p{Cc}\p{Cf}\uFFFD]/u);
+      expect(line.length).toBeLessThan(400);
+    }
+    expect(message(runs[0]?.stderr ?? '')).toEqual([
+      'blockfeed: <member> must be an account id or email address, without control characters (see blockfeed members list); got "evil\\u{d}\\u{a}\\u{1b}[31mred@example.org"',
+    ]);
+    expect(message(runs[4]?.stderr ?? '')).toEqual(['blockfeed: no member with id or email "\\u{202e}gro.elpmaxe@evil" (see blockfeed members list)']);
+    expect((await server.db.pool.query(`select count(*)::int as n from members where status = 'disabled'`)).rows).toEqual([{ n: 1 }]);
+  });
+
+  it('lists stored addresses so that none can drive the terminal', async () => {
+    // An address no form would take, put in the table by other means.
+    await server.db.pool.query(`insert into members (email, password_hash, status) values ($1, 'x', 'pending')`, ['clear\u001b[2J\u001b[Hscreen@example.org']);
+    const list = await cli('list');
+    expect(list.code).toBe(0);
+    expect(list.stdout).not.toContain('\u001b');
+    expect(list.stdout).toContain('"clear\\u{1b}[2J\\u{1b}[Hscreen@example.org"');
+  });
 });
+
+/** A shell line with $BLOCKFEED set, as an operator would type it (for arguments only a shell can make). */
+function viaShell(line: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', line], { env: cliEnv({ BLOCKFEED, DATABASE_URL: server.db.url, LOG_LEVEL: 'warn' }) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 
 describe('the session store', () => {
   it('keeps sessions under the hash of their id, with their member, until they expire or are destroyed', async () => {

@@ -31,8 +31,33 @@ describe('email addresses', () => {
   });
 
   it('need a local part, one @ and a dotted domain', () => {
-    for (const ok of ['a@b.co', 'first.last+tag@mail.example.org', '用户@例子.中国']) expect(isEmailAddress(ok)).toBe(true);
-    for (const bad of ['', 'a', 'a@b', '@b.co', 'a@@b.co', 'a b@c.de', 'a@b..co', `${'x'.repeat(250)}@b.co`]) expect(isEmailAddress(bad)).toBe(false);
+    for (const ok of ['a@b.co', 'first.last+tag@mail.example.org', '用户@例子.中国', "o'brien@example.ie", 'x-y_z@sub-domain.example.org', `${'x'.repeat(64)}@b.co`]) {
+      expect(isEmailAddress(ok), ok).toBe(true);
+    }
+    for (const bad of ['', 'a', 'a@b', '@b.co', 'a@@b.co', 'a b@c.de', 'a@b..co', '.a@b.co', 'a.@b.co', 'a@-b.co', 'a@b-.co', `${'x'.repeat(250)}@b.co`, `${'x'.repeat(65)}@b.co`]) {
+      expect(isEmailAddress(bad), bad).toBe(false);
+    }
+  });
+
+  it('are one address a mail header cannot read as more: no controls, quotes, commas, brackets or separators', () => {
+    for (const bad of [
+      'victim@example.org\r\nbcc: all@example.net',
+      'nul\u0000@example.org',
+      'esc\u001b[2j@example.org',
+      'tab\t@example.org',
+      'someone,victim@example.net',
+      '"victim@example.net"@example.org',
+      '<victim@example.net>',
+      'victim@example.net>',
+      'name (comment)@example.org',
+      'a;b@example.org',
+      'rlo\u202e@example.org',
+      'nbsp\u00a0@example.org',
+      'line\u2028@example.org',
+      'bad\ufffd@example.org',
+    ]) {
+      expect(isEmailAddress(bad), JSON.stringify(bad)).toBe(false);
+    }
   });
 });
 
