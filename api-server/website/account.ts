@@ -6,7 +6,7 @@ import Type from 'typebox';
 import { PASSWORD_MIN_LENGTH, hashPassword, passwordMatches } from '../members/passwords.ts';
 import { changePassword, findCredentials } from '../members/store.ts';
 import { sendPage } from './pages.ts';
-import { csrfCheck, csrfToken, FormText, memberOf, newPasswordErrors, PasswordText, requireMember, type SiteDeps } from './site.ts';
+import { csrfCheck, FormText, memberOf, newPasswordErrors, PasswordText, requireMember, type SiteDeps } from './site.ts';
 import { admitPasswordCheck, minutesOf, passwordCheckSucceeded } from './throttle.ts';
 
 const PasswordForm = Type.Object({ _csrf: FormText(200), current: PasswordText, password: PasswordText, confirm: PasswordText });
@@ -46,7 +46,7 @@ export async function accountRoutes(fastify: FastifyInstance, { pool, tiers, clo
     // A new session id too: whoever held the old one (and every other session) is signed out.
     await req.session.regenerate(['memberId']);
     await changePassword(pool, member.id, await hashPassword(password), req.session.sessionId);
-    req.visit = { ...req.visit, csrf: csrfToken(reply) };
+    req.visit = { ...req.visit, csrf: reply.csrfToken() };
     return accountPage(req, reply, 200, { notice: t.account.changed });
   });
 }

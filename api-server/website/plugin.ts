@@ -29,12 +29,16 @@ import { keysRoutes } from './keys.ts';
 import { createMailer } from './mail.ts';
 import { STATIC_DIR, sendMessage, visitOf, type Visit } from './pages.ts';
 import { signInRoutes } from './sign-in.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, SESSION_HOURS, csrfBinding, csrfToken, parseForm, type SiteDeps } from './site.ts';
+import { CSRF_COOKIE, SESSION_COOKIE, SESSION_HOURS, csrfBinding, parseForm, type SiteDeps } from './site.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Who is asking, in which language (set before every page handler). */
     visit: Visit;
+  }
+  interface FastifyReply {
+    /** The CSRF token for the forms of the page being answered (its secret goes in a cookie if the browser has none). */
+    csrfToken(): string;
   }
 }
 
@@ -77,13 +81,15 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
     cookie: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', maxAge: SESSION_HOURS * 3_600_000 },
   });
   // Signed double-submit: the secret in a signed cookie (for as long as the browser runs), the token in the
-  // form. A member's tokens are bound to the session (csrfBinding), with a key only the servers hold.
+  // form. A member's tokens are bound to the session (keys.csrfBinding): made with a keyed hash of its id.
   await app.register(fastifyCsrf, {
     sessionPlugin: '@fastify/cookie',
     cookieKey: CSRF_COOKIE,
     cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: 'auto', signed: true },
-    csrfOpts: { userInfo: true, hmacKey: keys.csrfKey },
-    getUserInfo: csrfBinding,
+    // The library asks for a key of its own to hash userInfo with; the binding is keyed already, so a fixed
+    // one serves (and no secret depends on how the library keeps its key).
+    csrfOpts: { userInfo: true, hmacKey: 'blockfeed csrf binding' },
+    getUserInfo: keys.csrfBinding,
     // Forms only: the token travels in the body, never in a header or the URL.
     getToken: (req) => {
       const token = (req.body as { _csrf?: unknown } | undefined)?._csrf;
@@ -95,13 +101,16 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
   app.removeAllContentTypeParsers();
   await app.register(fastifyFormbody, { bodyLimit: 16 * 1024, parser: parseForm });
 
+  app.decorateReply('csrfToken', function csrfToken(this: FastifyReply) {
+    return this.generateCsrf({ userInfo: keys.csrfBinding(this.request) });
+  });
   app.decorateRequest('visit', null as unknown as Visit);
   app.addHook('preHandler', async (req, reply) => {
     const member = await signedInMember(req, pool);
     const asked = (req.query as { lang?: unknown } | undefined)?.lang;
     // A language chosen with the switch sticks for a year.
     if (isLang(asked)) reply.setCookie(LANGUAGE_COOKIE, asked, { path: '/', maxAge: 365 * 86_400, sameSite: 'lax', httpOnly: true, secure: 'auto' });
-    req.visit = visitOf(req, member, member ? csrfToken(reply) : undefined);
+    req.visit = visitOf(req, member, member ? reply.csrfToken() : undefined);
   });
   app.setErrorHandler((err: FastifyError, req, reply) => sendErrorPage(err, req, reply, log));
 
@@ -129,14 +138,12 @@ async function memberCentre(app: FastifyInstance, { pool, log, config, clock = (
 function siteKeys(pool: pg.Pool, configured: string | undefined) {
   let session: Signer | undefined;
   let cookies: Signer | undefined;
-  // @fastify/csrf takes its HMAC key when the plugin is registered and reads it at every token: the buffer
-  // is filled in place when the secret is known, before any request gets further than `ready`.
-  const csrfKey = Buffer.alloc(32);
   const derive = (secret: string, purpose: string) => createHmac('sha256', secret).update(`blockfeed ${purpose}`).digest();
+  let binding: Buffer | undefined;
   const load = (secret: string) => {
     session = new Signer(secret);
     cookies = new Signer(derive(secret, 'cookies'));
-    derive(secret, 'csrf tokens').copy(csrfKey);
+    binding = derive(secret, 'csrf binding');
   };
   if (configured) load(configured);
   const lazy = (signer: () => Signer | undefined) => ({
@@ -146,16 +153,20 @@ function siteKeys(pool: pg.Pool, configured: string | undefined) {
   return {
     sessionSigner: lazy(() => session),
     cookieSigner: lazy(() => cookies),
-    csrfKey,
+    /** What a member's CSRF tokens are bound to: their session (csrfBinding), by a hash only the servers can make. */
+    csrfBinding: (req: FastifyRequest): string => {
+      const bound = csrfBinding(req);
+      return bound === 'visitor' ? bound : createHmac('sha256', loaded(binding)).update(bound).digest('base64url');
+    },
     ready: async () => {
       if (!session) load(await storedSessionSecret(pool));
     },
   };
 }
 
-function loaded(signer: Signer | undefined): Signer {
-  if (!signer) throw new Error('the session secret is not loaded yet');
-  return signer;
+function loaded<T>(key: T | undefined): T {
+  if (!key) throw new Error('the session secret is not loaded yet');
+  return key;
 }
 
 /** The member of the session, if it is still active; a session of a disabled or deleted account ends here. */

@@ -20,7 +20,7 @@ import {
 } from '../members/store.ts';
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
-import { csrfCheck, CsrfForm, csrfToken, DEVICE_COOKIE, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
+import { csrfCheck, CsrfForm, DEVICE_COOKIE, FormText, newPasswordErrors, PasswordText, SESSION_COOKIE, siteBase, type SiteDeps } from './site.ts';
 import { admitSignIn, admitSignUp, DEVICE_DAYS, deviceOf, minutesOf, newDeviceValue, signInSucceeded, type SignInAttempt } from './throttle.ts';
 
 const SignUpForm = Type.Object({ _csrf: FormText(200), email: FormText(1000), password: PasswordText, confirm: PasswordText });
@@ -37,12 +37,12 @@ export async function signInRoutes(fastify: FastifyInstance, deps: SiteDeps): Pr
   const { pool, clock } = deps;
 
   function signUpForm(req: FastifyRequest, reply: FastifyReply, status: number, email: string, errors: Record<string, string>) {
-    const visit = { ...req.visit, csrf: csrfToken(reply) };
+    const visit = { ...req.visit, csrf: reply.csrfToken() };
     return sendPage(reply, 'sign-up', visit, { status, title: visit.locale.t.signUp.title }, { email, errors, minLength: PASSWORD_MIN_LENGTH });
   }
 
   function signInForm(req: FastifyRequest, reply: FastifyReply, status: number, view: { email?: string; failure?: string; notice?: string; next?: string }) {
-    const visit = { ...req.visit, csrf: csrfToken(reply) };
+    const visit = { ...req.visit, csrf: reply.csrfToken() };
     return sendPage(reply, 'sign-in', visit, { status, title: visit.locale.t.signIn.title }, { email: '', failure: undefined, notice: undefined, next: undefined, ...view });
   }
 

@@ -98,10 +98,6 @@ export function csrfBinding(req: FastifyRequest): string {
   return session?.memberId === undefined ? 'visitor' : `member:${session.sessionId}`;
 }
 
-/** The CSRF token for the forms of the page being answered (its secret goes in CSRF_COOKIE if the browser has none). */
-export function csrfToken(reply: FastifyReply): string {
-  return reply.generateCsrf({ userInfo: csrfBinding(reply.request) });
-}
 
 /** preHandler of every form: @fastify/csrf-protection's check of the `_csrf` field against the signed cookie. */
 export function csrfCheck(app: FastifyInstance): preHandlerHookHandler {
