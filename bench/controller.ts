@@ -8,7 +8,10 @@
 //   2. aggregation of 1,000,000 addresses against sorting them as a Uint32Array (target <= 2x);
 //   3. 200 subscriptions: time to reconcile all, and the writes of an unchanged resync — target objects, status
 //      and Events (target 0; a status write per subscription per resync before statuses were written only on
-//      change).
+//      change);
+//   4. a one-address change to a list of a million CIDRs, in every target that cuts a list into several objects
+//      (ConfigMap, Istio, Cilium, Calico): the objects each writes, counted on the apiserver, for one address
+//      added and one removed, near the front and in the middle (target <= 2 per target).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,11 +22,11 @@ import { createLogger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../controller/api/v1alpha1.ts';
 import { CidrCollector } from '../controller/cidr.ts';
 import { SubscriptionController } from '../controller/controller.ts';
-import { apiRequest, apiVersionOf, collectionPath, makeApis, sendJson, subscriptionKey, type Apis, type ResourceType } from '../controller/k8s.ts';
+import { METADATA_ONLY, apiRequest, apiVersionOf, collectionPath, makeApis, sendJson, subscriptionKey, type Apis, type ResourceType } from '../controller/k8s.ts';
 import { createControllerMetrics, type ControllerMetrics } from '../controller/metrics.ts';
 import { CONFIG_MAP } from '../controller/targets/configmap.ts';
 import { kindByField } from '../controller/targets/index.ts';
-import { syncSubscription, type AppliedState } from '../controller/reconcile.ts';
+import { syncSubscription, type AppliedState, type ReconcileDeps } from '../controller/reconcile.ts';
 import { startControlPlane } from '../test/support/control-plane.ts';
 
 const log = createLogger({ level: 'silent' });
@@ -31,11 +34,18 @@ const log = createLogger({ level: 'silent' });
 /** A minimal feed with ETag / If-None-Match, run as its own process: argv = directory, ETag of the large list. */
 const FEED_SERVER = `
 import { createServer } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 const [dir, etag] = process.argv.slice(1);
 const large = readFileSync(dir + '/large.txt');
 const small = readFileSync(dir + '/small.txt');
 const server = createServer((req, res) => {
+  if (req.url.startsWith('/list/')) {
+    // list.txt as it is now (the bench rewrites it), its ETag from its modification time
+    const file = dir + '/list.txt';
+    const tag = '"' + statSync(file).mtimeMs + '"';
+    if (req.headers['if-none-match'] === tag) return res.writeHead(304, { etag: tag }).end();
+    return res.writeHead(200, { 'content-type': 'text/plain', etag: tag }).end(readFileSync(file));
+  }
   const isLarge = req.url.startsWith('/large/');
   const tag = isLarge ? etag : '"small"';
   if (req.headers['if-none-match'] === tag) return res.writeHead(304, { etag: tag }).end();
@@ -197,6 +207,109 @@ async function aggregationVsSort(): Promise<void> {
   console.log(`aggregation of 1,000,000 random IPv4 addresses (${cidrs} CIDRs): ${ms(agg)} vs Uint32Array sort ${ms(sort)} = ${(agg / sort).toFixed(2)}x (target <= 2x)`);
 }
 
+/** The sharded targets of part 4, with the collections their objects are in. */
+const SHARDED = [
+  { field: 'configMap', spec: { name: 'million-list', formats: ['txt', 'nginx', 'ipset', 'nftables'] }, collections: ['/api/v1/namespaces/bench/configmaps'] },
+  { field: 'istioAuthorizationPolicy', spec: { selector: { matchLabels: { istio: 'ingressgateway' } }, maxCIDRs: 1_000_000 }, collections: ['/apis/security.istio.io/v1/namespaces/bench/authorizationpolicies'] },
+  { field: 'ciliumCIDRGroup', spec: { maxCIDRs: 1_000_000 }, collections: ['/apis/cilium.io/v2/ciliumcidrgroups', '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies'] },
+  { field: 'calicoGlobalNetworkSet', spec: { maxCIDRs: 1_048_576 }, collections: ['/apis/crd.projectcalico.org/v1/globalnetworksets', '/apis/crd.projectcalico.org/v1/globalnetworkpolicies'] },
+];
+
+/** Per sharded target of `sub`: each object (by collection and name) with its uid and resourceVersion. */
+async function objectVersions(apis: Apis, sub: BlocklistSubscription): Promise<Map<string, Map<string, string>>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const { field, collections } of SHARDED) {
+    const selector = encodeURIComponent(`blockfeed.dev/subscription=${subscriptionKey(sub)},blockfeed.dev/target=${field}`);
+    const versions = new Map<string, string>();
+    for (const collection of collections) {
+      const list = JSON.parse(await apiRequest(apis, 'GET', `${collection}?labelSelector=${selector}`, { accept: METADATA_ONLY })) as { items: { metadata: { name: string; uid: string; resourceVersion: string } }[] | null };
+      for (const { metadata } of list.items ?? []) versions.set(`${collection}/${metadata.name}`, `${metadata.uid}@${metadata.resourceVersion}`);
+    }
+    out.set(field, versions);
+  }
+  return out;
+}
+
+/**
+ * Part 4: a list of 999,999 CIDRs (even public addresses only, so none aggregate; one more is Istio's maximum),
+ * then one address added or removed at a time, near the front and in the middle, each change synced alone and
+ * then undone. Prints the objects each sharded target wrote for each change (created, deleted, or written again).
+ */
+async function oneAddressChanges(deps: ReconcileDeps, custom: CustomObjectsApi, dir: string, feedUrl: string): Promise<void> {
+  const rand = lcg(11);
+  const picked = new Set<number>();
+  while (picked.size < 999_999) picked.add((publicAddress(rand.next().value) & 0xfffffffe) >>> 0);
+  const list = Uint32Array.from(picked).sort();
+  const write = async (addresses: ArrayLike<number>) => {
+    const body = Buffer.allocUnsafe(addresses.length * 16);
+    let at = 0;
+    for (let i = 0; i < addresses.length; i++) at += body.write(`${ipv4(addresses[i]!)}\n`, at, 'latin1');
+    await writeFile(path.join(dir, 'list.txt'), body.subarray(0, at));
+  };
+  await write(list);
+  const name = 'one-address';
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: 'bench',
+    plural: PLURAL,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'BlocklistSubscription',
+      metadata: { name },
+      spec: {
+        feed: { url: `${feedUrl}/list`, endpoint: 'export', maxBodyBytes: 64 * 1024 * 1024 },
+        safety: { maxEntries: 2_000_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+        suspend: true,
+        targets: SHARDED.map((t) => ({ [t.field]: t.spec })),
+      },
+    },
+  });
+  const sync = async (cidrs: number) => {
+    const sub = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: 'bench', plural: PLURAL, name })) as BlocklistSubscription;
+    await syncSubscription(deps, { ...sub, spec: { ...sub.spec, suspend: false } });
+    const after = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: 'bench', plural: PLURAL, name })) as BlocklistSubscription;
+    if (after.status?.cidrs !== cidrs || after.status.conditions?.some((x) => x.type === 'Degraded' && x.status === 'True')) {
+      throw new Error(`one-address changes: the sync did not apply ${cidrs} CIDRs: ${after.status?.message}`);
+    }
+    return after;
+  };
+  let sub = await sync(list.length);
+  const initial = await objectVersions(deps.apis, sub);
+  console.log(
+    `one-address changes on ${list.length} CIDRs: objects per target ${SHARDED.map((t) => `${t.field} ${initial.get(t.field)!.size}`).join(', ')} (policies included)`,
+  );
+  const front = 1000;
+  const middle = Math.floor(list.length / 2);
+  /** The list with one more even address (it aggregates with none) after the one at `at`. */
+  const plusOne = (at: number) => {
+    let added = list[at]! + 2;
+    while (picked.has(added)) added += 2;
+    return Uint32Array.from([...list, added]).sort();
+  };
+  const minusOne = (at: number) => list.filter((_, i) => i !== at);
+  const changes = [
+    { what: 'one address added near the front', addresses: plusOne(front) },
+    { what: 'one address removed near the front', addresses: minusOne(front) },
+    { what: 'one address added in the middle', addresses: plusOne(middle) },
+    { what: 'one address removed in the middle', addresses: minusOne(middle) },
+  ];
+  for (const change of changes) {
+    const before = await objectVersions(deps.apis, sub);
+    await write(change.addresses);
+    sub = await sync(change.addresses.length);
+    const after = await objectVersions(deps.apis, sub);
+    const written = SHARDED.map(({ field }) => {
+      const [was, now] = [before.get(field)!, after.get(field)!];
+      return `${field} ${[...new Set([...was.keys(), ...now.keys()])].filter((k) => was.get(k) !== now.get(k)).length}`;
+    });
+    console.log(`${change.what}: objects written per target: ${written.join(', ')} (target <= 2 each)`);
+    // and back, for the next change
+    await write(list);
+    sub = await sync(list.length);
+  }
+}
+
 async function main(): Promise<void> {
   await aggregationVsSort();
 
@@ -301,7 +414,11 @@ async function main(): Promise<void> {
     const t1 = performance.now();
     await syncSubscription(deps, { ...lastSync!.sub, spec: { ...lastSync!.sub.spec, suspend: false }, status: lastSync!.status });
     console.log(`same feed again (304): ${ms(performance.now() - t1)}`);
-    // Part 1 synced its subscriptions with suspend overridden; the loop below would find their status stale.
+
+    // 4. One address added or removed in a million-CIDR list, per target that cuts it into several objects.
+    await oneAddressChanges(deps, custom, dir, feedUrl);
+
+    // Parts 1 and 4 synced their subscriptions with suspend overridden; the loop below would find their status stale.
     await custom.deleteCollectionNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: 'bench', plural: PLURAL });
 
     // 3. 200 subscriptions through the real loop.

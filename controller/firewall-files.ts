@@ -1,7 +1,7 @@
 // File formats of the ConfigMap target, and how a long list is cut into ConfigMaps below the 1 MiB object
 // limit. Pure and deterministic: the same list gives byte-identical output, so an unchanged list writes nothing.
 import type { ConfigMapFormat } from './api/v1alpha1.ts';
-import { cutByCost } from './targets/shards.ts';
+import { LONGEST_CIDR, ROOT_KEY, cutByAddress, type Shard } from './targets/shards.ts';
 
 export const FORMAT_KEYS: Readonly<Record<ConfigMapFormat, string>> = {
   txt: 'list.txt',
@@ -36,8 +36,15 @@ const LINE_OVERHEAD: Readonly<Record<ConfigMapFormat, number>> = {
 const eachLine = (cidrs: readonly string[], before: string, after: string) => (cidrs.length ? `${before}${cidrs.join(`${after}${before}`)}${after}` : '');
 
 /**
- * Renders one format for one shard (its CIDRs IPv4 first, as an AppliedList has them). `total` sizes the ipset
- * (maxelem) so every shard creates the same set and the shards restore in any order.
+ * An ipset's maxelem is a cap, not an allocation: one value far above any list (safety.maxEntries is at most
+ * 10,000,000), so that every shard creates the same sets whatever the list's length, and a shard's file
+ * changes only when its own CIDRs do.
+ */
+const IPSET_MAXELEM = 2 ** 24;
+
+/**
+ * Renders one format for one shard (its CIDRs IPv4 first, as an AppliedList has them). `total` is the whole
+ * list's length: only a list beyond IPSET_MAXELEM makes the sets larger.
  */
 export function render(format: ConfigMapFormat, cidrs: readonly string[], total = cidrs.length): string {
   switch (format) {
@@ -46,7 +53,7 @@ export function render(format: ConfigMapFormat, cidrs: readonly string[], total 
     case 'nginx':
       return eachLine(cidrs, 'deny ', ';\n');
     case 'ipset': {
-      const maxelem = Math.max(65536, total);
+      const maxelem = Math.max(IPSET_MAXELEM, 2 ** Math.ceil(Math.log2(Math.max(total, 1))));
       return (
         `create ${SET_V4} hash:net family inet maxelem ${maxelem} -exist\n` +
         `create ${SET_V6} hash:net family inet6 maxelem ${maxelem} -exist\n` +
@@ -67,16 +74,12 @@ export function render(format: ConfigMapFormat, cidrs: readonly string[], total 
   }
 }
 
-/** Cuts the sorted list into consecutive shards whose rendered formats together stay within the budget. */
-export function planShards(cidrs: readonly string[], formats: readonly ConfigMapFormat[], budget = SHARD_DATA_BUDGET): string[][] {
+/**
+ * Cuts the list into shards whose rendered formats together stay within the budget (targets/shards.ts: a
+ * one-CIDR change alters at most two shards). An empty list is one empty shard: the files exist, empty.
+ */
+export function planShards(cidrs: readonly string[], formats: readonly ConfigMapFormat[], budget = SHARD_DATA_BUDGET): Shard[] {
   const overhead = formats.reduce((n, f) => n + LINE_OVERHEAD[f], 0);
-  return cutByCost(cidrs, (cidr) => cidr.length * formats.length + overhead, budget);
-}
-
-/** The data of each shard ConfigMap: one key per format. */
-export function renderShards(cidrs: readonly string[], formats: readonly ConfigMapFormat[], budget?: number): Record<string, string>[] {
-  const sorted = [...new Set(formats)].sort();
-  return planShards(cidrs, sorted, budget).map((shard) =>
-    Object.fromEntries(sorted.map((f) => [FORMAT_KEYS[f], render(f, shard, cidrs.length)])),
-  );
+  const cost = { v4: LONGEST_CIDR.v4 * formats.length + overhead, v6: LONGEST_CIDR.v6 * formats.length + overhead };
+  return cidrs.length ? cutByAddress(cidrs, cost, budget) : [{ key: ROOT_KEY, cidrs: [] }];
 }

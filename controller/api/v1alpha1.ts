@@ -183,7 +183,7 @@ const ConfigMapTarget = Type.Object(
     name: Type.String({
       pattern: '^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$',
       maxLength: 240,
-      description: 'ConfigMap name in the subscription namespace; lists over 1 MiB continue in <name>-1, <name>-2, ...',
+      description: 'ConfigMap name in the subscription namespace; lists over 1 MiB continue in ConfigMaps <name>-<key> labelled blockfeed.dev/configmap=<name>',
     }),
     formats: Type.Array(StringEnum(CONFIGMAP_FORMATS, { description: 'txt, nginx (deny x;), ipset (restore), nftables (set elements)' }), {
       minItems: 1,
@@ -308,14 +308,14 @@ const CiliumCIDRGroupTarget = Type.Object(
   {
     policy: Type.Object(
       {
-        enabled: Type.Boolean({ default: true, description: 'write the policy; false: only the CIDR groups, for policies of your own (cidrGroupRef)' }),
+        enabled: Type.Boolean({ default: true, description: 'write the policy; false: only the CIDR groups, for policies of your own (cidrGroupSelector on their labels)' }),
         endpointSelector: Type.Optional(LabelSelector('endpoints (pods) whose ingress from the list is denied')),
         nodeSelector: Type.Optional(LabelSelector("nodes (Cilium's host firewall) whose ingress from the list is denied")),
       },
       {
         default: { enabled: true },
         description:
-          'a CiliumClusterwideNetworkPolicy denying ingress from the groups (ingressDeny, fromCIDRSet, cidrGroupRef), with default deny off so that it blocks nothing else; endpointSelector (default: every endpoint) or nodeSelector',
+          'a CiliumClusterwideNetworkPolicy denying ingress from the groups (ingressDeny, fromCIDRSet, cidrGroupSelector), with default deny off so that it blocks nothing else; endpointSelector (default: every endpoint) or nodeSelector',
         'x-kubernetes-validations': [{ rule: '!(has(self.endpointSelector) && has(self.nodeSelector))', message: 'set endpointSelector or nodeSelector, not both' }],
       },
     ),

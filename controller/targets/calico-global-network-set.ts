@@ -10,6 +10,7 @@
 import type { CalicoGlobalNetworkSetTarget } from '../api/v1alpha1.ts';
 import { isNotFound, listMeta, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
 import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
+import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'calicoGlobalNetworkSet';
@@ -23,12 +24,12 @@ export function networkSetSelector(sub: Parameters<typeof subscriptionKey>[0]): 
   return `${SUBSCRIPTION_LABEL} == '${subscriptionKey(sub)}' && ${TARGET_LABEL} == '${FIELD}'`;
 }
 
-/** The sets (<name>-0, <name>-1, ...) and the policy over them; no policy without sets (an empty list). */
-export function desiredCalicoObjects(ctx: Pick<TargetContext, 'sub'>, target: CalicoGlobalNetworkSetTarget, shards: readonly string[][]): { sets: DesiredObject[]; policy: DesiredObject[] } {
+/** The sets (<name>-<key>: shards.ts names the parts) and the policy over them; no policy without sets (an empty list). */
+export function desiredCalicoObjects(ctx: Pick<TargetContext, 'sub'>, target: CalicoGlobalNetworkSetTarget, shards: readonly Shard[]): { sets: DesiredObject[]; policy: DesiredObject[] } {
   const { sub } = ctx;
   const base = objectName('blockfeed', sub);
   const owned = ownedMetadata(sub, FIELD);
-  const sets = shards.map((nets, index) => ({ name: `${base}-${index}`, ...owned, content: { spec: { nets } } }));
+  const sets = shards.map(({ key, cidrs }) => ({ name: `${base}-${key}`, ...owned, content: { spec: { nets: cidrs } } }));
   if (!target.policy.enabled || !sets.length) return { sets, policy: [] };
   const policy = {
     // The name a policy of the default tier is stored under in crd.projectcalico.org (calicoctl shows it without "default.").
@@ -69,7 +70,7 @@ async function apply(ctx: TargetContext, target: CalicoGlobalNetworkSetTarget): 
     applyCut(ctx, { field: FIELD, metricKind: NETWORK_SET.kind }, target.maxCIDRs, (shards) => {
       const { sets, policy } = desiredCalicoObjects(ctx, target, shards);
       return [
-        { resource: NETWORK_SET, objects: sets, cidrs: (i) => shards[i]!.length },
+        { resource: NETWORK_SET, objects: sets, cidrs: (i) => shards[i]!.cidrs.length },
         { resource: NETWORK_POLICY, objects: policy, cidrs: () => ctx.list.all.length },
       ];
     }),

@@ -1,13 +1,15 @@
 // Cilium target: the list in CiliumCIDRGroups (cilium.io/v2, cluster-scoped; Cilium gives each group one
 // identity, which keeps large lists cheap), and by default a CiliumClusterwideNetworkPolicy denying ingress
-// from them (ingressDeny, fromCIDRSet, cidrGroupRef) with default deny off: it blocks the list and nothing else.
+// from them (ingressDeny, fromCIDRSet, cidrGroupSelector) with default deny off: it blocks the list and nothing
+// else. The policy selects the groups by label, not by name, so it stays the same when the list is cut anew.
 // The Cilium operator checks each policy as the agents do before they enforce it, and writes the verdict into
 // the policy's status; a policy it finds invalid makes the target Degraded (TargetNotEnforced). Agents that
 // ignore enableDefaultDeny would turn the policy into default deny for every endpoint it selects: then it is
 // not written (TargetUnsafe), and the groups alone are.
 import type { CiliumCIDRGroupTarget } from '../api/v1alpha1.ts';
-import { apiRequest, objectName, type ResourceType } from '../k8s.ts';
-import { applyCut, conditionText, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal, type StatusCondition } from './objects.ts';
+import { SUBSCRIPTION_LABEL, apiRequest, objectName, subscriptionKey, type ResourceType } from '../k8s.ts';
+import { TARGET_LABEL, applyCut, conditionText, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal, type StatusCondition } from './objects.ts';
+import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'ciliumCIDRGroup';
@@ -55,12 +57,12 @@ async function agentConfigs(ctx: TargetContext): Promise<AgentConfig[]> {
   return (JSON.parse(await apiRequest(ctx.apis, 'GET', path)) as { items: AgentConfig[] }).items;
 }
 
-/** The groups (<name>-0, <name>-1, ...) and the policy over them; no policy without groups (an empty list). */
-export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: CiliumCIDRGroupTarget, shards: readonly string[][]): { groups: DesiredObject[]; policy: DesiredObject[] } {
+/** The groups (<name>-<key>: shards.ts names the parts) and the policy over them; no policy without groups (an empty list). */
+export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: CiliumCIDRGroupTarget, shards: readonly Shard[]): { groups: DesiredObject[]; policy: DesiredObject[] } {
   const { sub } = ctx;
   const base = objectName('blockfeed', sub);
   const owned = ownedMetadata(sub, FIELD);
-  const groups = shards.map((cidrs, index) => ({ name: `${base}-${index}`, ...owned, content: { spec: { externalCIDRs: cidrs } } }));
+  const groups = shards.map(({ key, cidrs }) => ({ name: `${base}-${key}`, ...owned, content: { spec: { externalCIDRs: cidrs } } }));
   if (!target.policy.enabled || !groups.length) return { groups, policy: [] };
   const { endpointSelector, nodeSelector } = target.policy;
   const policy = {
@@ -72,7 +74,8 @@ export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: Ci
         ...(nodeSelector ? { nodeSelector } : { endpointSelector: endpointSelector ?? {} }),
         // A deny-only policy would otherwise put every selected endpoint into default deny.
         enableDefaultDeny: { ingress: false, egress: false },
-        ingressDeny: [{ fromCIDRSet: groups.map((g) => ({ cidrGroupRef: g.name })) }],
+        // the subscription's groups, whichever there are
+        ingressDeny: [{ fromCIDRSet: [{ cidrGroupSelector: { matchLabels: { [SUBSCRIPTION_LABEL]: subscriptionKey(sub), [TARGET_LABEL]: FIELD } } }] }],
       },
     },
   };
@@ -81,12 +84,11 @@ export function desiredCiliumObjects(ctx: Pick<TargetContext, 'sub'>, target: Ci
 
 async function apply(ctx: TargetContext, target: CiliumCIDRGroupTarget): Promise<TargetOutcome> {
   const unsafe = target.policy.enabled ? forcedDefaultDeny(await agentConfigs(ctx)) : undefined;
-  // Groups and policy side by side: Cilium selects the groups a policy names by label, so one that does not
-  // exist (yet, or any more) matches nothing.
+  // Groups and policy side by side: the policy selects the groups by label, whichever exist.
   const outcome = await applyCut(ctx, { field: FIELD, metricKind: CIDR_GROUP.kind }, target.maxCIDRs, (shards) => {
     const { groups, policy } = desiredCiliumObjects(ctx, target, shards);
     return [
-      { resource: CIDR_GROUP, objects: groups, cidrs: (i) => shards[i]!.length },
+      { resource: CIDR_GROUP, objects: groups, cidrs: (i) => shards[i]!.cidrs.length },
       // An unsafe policy is not written, and one written before goes: no block is better than a cut-off cluster.
       { resource: CLUSTERWIDE_POLICY, objects: unsafe ? [] : policy, cidrs: () => ctx.list.all.length, refusal: ciliumRefusal },
     ];

@@ -1,9 +1,12 @@
 // ConfigMap target: the list in file formats for other tools (txt, nginx, ipset, nftables), in the
-// subscription's namespace, cut into shards below the 1 MiB object limit: <name>, <name>-1, <name>-2, ...
+// subscription's namespace, cut into shards below the 1 MiB object limit: <name> holds the first, the others
+// are <name>-<key> (targets/shards.ts names them, so that a small change to the list rewrites one or two). Each
+// shard is self-contained: its files depend on its own CIDRs only.
 import type { ConfigMapTarget } from '../api/v1alpha1.ts';
 import { FORMAT_KEYS, planShards, render } from '../firewall-files.ts';
 import { ownedSelector, type ResourceType } from '../k8s.ts';
 import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './objects.ts';
+import { ROOT_KEY } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 export const CONFIG_MAP: ResourceType = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
@@ -11,7 +14,7 @@ export const CONFIG_MAP: ResourceType = { group: '', version: 'v1', kind: 'Confi
 const NAME_LABEL = 'blockfeed.dev/configmap';
 const SHARD_LABEL = 'blockfeed.dev/shard';
 
-const shardName = (name: string, index: number) => (index === 0 ? name : `${name}-${index}`);
+const shardName = (name: string, key: string) => (key === ROOT_KEY ? name : `${name}-${key}`);
 
 /** The shards of one ConfigMap target (pure). */
 export function desiredConfigMaps(ctx: Pick<TargetContext, 'sub' | 'list'>, target: ConfigMapTarget): DesiredObject[] {
@@ -19,11 +22,11 @@ export function desiredConfigMaps(ctx: Pick<TargetContext, 'sub' | 'list'>, targ
   const formats = [...new Set(target.formats)].sort();
   const shards = planShards(list.all, formats);
   const owned = ownedMetadata(sub, 'configMap');
-  return shards.map((cidrs, index) => ({
+  return shards.map(({ key, cidrs }) => ({
     namespace: sub.metadata.namespace,
-    name: shardName(target.name, index),
-    labels: { ...owned.labels, [NAME_LABEL]: target.name, [SHARD_LABEL]: String(index) },
-    annotations: { ...owned.annotations, 'blockfeed.dev/shards': String(shards.length), 'blockfeed.dev/cidrs': String(cidrs.length) },
+    name: shardName(target.name, key),
+    labels: { ...owned.labels, [NAME_LABEL]: target.name, [SHARD_LABEL]: key },
+    annotations: { ...owned.annotations, 'blockfeed.dev/cidrs': String(cidrs.length) },
     ownerReferences: ownerReferencesIn(sub, sub.metadata.namespace),
     content: { data: Object.fromEntries(formats.map((f) => [FORMAT_KEYS[f], render(f, cidrs, list.all.length)])) },
   }));

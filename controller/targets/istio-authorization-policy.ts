@@ -18,6 +18,7 @@ import {
   type Refusal,
   type StatusCondition,
 } from './objects.ts';
+import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const FIELD = 'istioAuthorizationPolicy';
@@ -43,15 +44,15 @@ export const istioRefusal: Refusal = (object) => {
   return refusals.length ? refusals.map(conditionText).join('; ') : undefined;
 };
 
-/** One DENY policy per part of the list: <name>-0, <name>-1, ... */
-export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, target: IstioAuthorizationPolicyTarget, shards: readonly string[][]): DesiredObject[] {
+/** One DENY policy per part of the list: <name>-<key> (shards.ts names the parts). */
+export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, target: IstioAuthorizationPolicyTarget, shards: readonly Shard[]): DesiredObject[] {
   const { sub } = ctx;
   const namespace = target.namespace ?? sub.metadata.namespace;
   const source = target.clientAddress === 'PeerIp' ? 'ipBlocks' : 'remoteIpBlocks';
   const attach = target.targetRefs ? { targetRefs: target.targetRefs } : target.selector ? { selector: target.selector } : {};
-  return shards.map((cidrs, index) => ({
+  return shards.map(({ key, cidrs }) => ({
     namespace,
-    name: `${objectName('blockfeed', sub)}-${index}`,
+    name: `${objectName('blockfeed', sub)}-${key}`,
     ...ownedMetadata(sub, FIELD),
     ownerReferences: ownerReferencesIn(sub, namespace),
     content: { spec: { action: 'DENY', ...attach, rules: [{ from: [{ source: { [source]: cidrs } }] }] } },
@@ -61,7 +62,7 @@ export function desiredAuthorizationPolicies(ctx: Pick<TargetContext, 'sub'>, ta
 function apply(ctx: TargetContext, target: IstioAuthorizationPolicyTarget): Promise<TargetOutcome> {
   // Every namespace: policies left in a namespace the target no longer names go too.
   return applyCut(ctx, { field: FIELD, metricKind: AUTHORIZATION_POLICY.kind }, target.maxCIDRs, (shards) => [
-    { resource: AUTHORIZATION_POLICY, objects: desiredAuthorizationPolicies(ctx, target, shards), cidrs: (i) => shards[i]!.length, refusal: istioRefusal },
+    { resource: AUTHORIZATION_POLICY, objects: desiredAuthorizationPolicies(ctx, target, shards), cidrs: (i) => shards[i]!.cidrs.length, refusal: istioRefusal },
   ]);
 }
 

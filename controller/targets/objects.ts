@@ -32,7 +32,7 @@ import {
   type ResourceType,
 } from '../k8s.ts';
 import { ledgerKey } from '../ledger.ts';
-import { shardList } from './shards.ts';
+import { shardList, type Shard } from './shards.ts';
 import type { CleanupContext, Listing, TargetContext, TargetOutcome, TargetProblem } from './types.ts';
 
 /** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
@@ -345,7 +345,7 @@ export async function applyCut(
   ctx: TargetContext,
   target: { field: string; metricKind: string },
   maxCidrs: number,
-  build: (shards: string[][]) => ObjectGroup[],
+  build: (shards: readonly Shard[]) => ObjectGroup[],
 ): Promise<TargetOutcome> {
   const { field } = target;
   const cut = shardList(ctx.list.all, maxCidrs, field);

@@ -76,14 +76,17 @@ const CASES: Case[] = [
     paths: ['/apis/cilium.io/v2/ciliumcidrgroups', '/apis/cilium.io/v2/ciliumclusterwidenetworkpolicies'],
     target: () => ({ policy: { endpointSelector: { matchLabels: { app: 'web' } } } }),
     cidrs: (objects) => objects.filter((o) => o.kind === 'CiliumCIDRGroup').flatMap((o) => o.spec.externalCIDRs as string[]),
-    check: (objects) => {
+    check: (objects, _home, _other, sub) => {
       const groups = objects.filter((o) => o.kind === 'CiliumCIDRGroup');
       const [policy, ...more] = objects.filter((o) => o.kind === 'CiliumClusterwideNetworkPolicy');
       expect(more).toEqual([]);
+      // the policy selects the subscription's groups by their labels
+      const labels = { 'blockfeed.dev/subscription': subscriptionKey(sub), 'blockfeed.dev/target': 'ciliumCIDRGroup' };
+      for (const g of groups) expect(g.metadata.labels).toMatchObject(labels);
       expect(policy!.spec).toMatchObject({
         endpointSelector: { matchLabels: { app: 'web' } },
         enableDefaultDeny: { ingress: false, egress: false },
-        ingressDeny: [{ fromCIDRSet: groups.map((g) => ({ cidrGroupRef: g.metadata.name })) }],
+        ingressDeny: [{ fromCIDRSet: [{ cidrGroupSelector: { matchLabels: labels } }] }],
       });
     },
   },

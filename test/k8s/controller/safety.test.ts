@@ -132,8 +132,10 @@ describe('a list too large for one NetworkPolicy', () => {
       expect(sub.status!.cidrs).toBe(60_000);
       const policies = (await h.net.listNamespacedNetworkPolicy({ namespace: ns })).items.filter((p) => p.metadata!.name!.includes('huge'));
       expect(policies).toEqual([]);
-      const cm = await h.core.readNamespacedConfigMap({ name: 'huge', namespace: ns });
-      expect(cm.data!['list.txt']!.split('\n').filter(Boolean)).toHaveLength(60_000);
+      // in <name> and the shards after it
+      const shards = (await h.core.listNamespacedConfigMap({ namespace: ns, labelSelector: 'blockfeed.dev/configmap=huge' })).items;
+      expect(shards.map((cm) => cm.metadata!.name)).toContain('huge');
+      expect(shards.flatMap((cm) => cm.data!['list.txt']!.split('\n').filter(Boolean))).toHaveLength(60_000);
       expect((await events(h, ns, 'huge')).some((e) => e.type === 'Warning' && e.reason === 'TargetTooLarge')).toBe(true);
     } finally {
       await big.stop();

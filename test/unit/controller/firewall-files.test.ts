@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planShards, render, renderShards } from '../../../controller/firewall-files.ts';
+import { FORMAT_KEYS, planShards, render } from '../../../controller/firewall-files.ts';
 
 const cidrs = ['192.0.2.0/24', '203.0.113.7/32', '2001:db8::/32'];
 
@@ -11,8 +11,8 @@ describe('formats', () => {
 
   it('renders an ipset restore file with one set per family', () => {
     expect(render('ipset', cidrs)).toBe(
-      'create blockfeed-v4 hash:net family inet maxelem 65536 -exist\n' +
-        'create blockfeed-v6 hash:net family inet6 maxelem 65536 -exist\n' +
+      'create blockfeed-v4 hash:net family inet maxelem 16777216 -exist\n' +
+        'create blockfeed-v6 hash:net family inet6 maxelem 16777216 -exist\n' +
         'add blockfeed-v4 192.0.2.0/24 -exist\nadd blockfeed-v4 203.0.113.7/32 -exist\nadd blockfeed-v6 2001:db8::/32 -exist\n',
     );
   });
@@ -28,7 +28,7 @@ describe('formats', () => {
     expect(render('txt', [])).toBe('');
     expect(render('nginx', [])).toBe('');
     expect(render('ipset', [])).toBe(
-      'create blockfeed-v4 hash:net family inet maxelem 65536 -exist\ncreate blockfeed-v6 hash:net family inet6 maxelem 65536 -exist\n',
+      'create blockfeed-v4 hash:net family inet maxelem 16777216 -exist\ncreate blockfeed-v6 hash:net family inet6 maxelem 16777216 -exist\n',
     );
     expect(render('nftables', [])).toBe(
       'add table inet blockfeed\n' +
@@ -37,13 +37,22 @@ describe('formats', () => {
     );
   });
 
+  it('gives every shard the same sets, whatever the list: a shard changes only with its own CIDRs', () => {
+    expect(render('ipset', cidrs, 70_000)).toBe(render('ipset', cidrs, 3));
+    expect(render('ipset', cidrs, 200_000)).toBe(render('ipset', cidrs, 3));
+    // only a list beyond the sets' size makes them larger
+    expect(render('ipset', [], 20_000_000)).toContain('maxelem 33554432 -exist\n');
+  });
+
   it('shards below the budget, in order, deterministically', () => {
-    const many = Array.from({ length: 5000 }, (_, i) => `10.${Math.floor(i / 256)}.${i % 256}.0/24`);
-    const shards = renderShards(many, ['nginx', 'txt'], 20_000);
+    const many = Array.from({ length: 5000 }, (_, i) => `45.${Math.floor(i / 256)}.${i % 256}.0/24`);
+    const formats = ['nginx', 'txt'] as const;
+    const shards = planShards(many, formats, 20_000);
     expect(shards.length).toBeGreaterThan(5);
-    for (const s of shards) expect(Object.values(s).reduce((n, v) => n + Buffer.byteLength(v), 0)).toBeLessThanOrEqual(20_000);
-    expect(shards.map((s) => s['list.txt']).join('')).toBe(render('txt', many));
-    expect(renderShards(many, ['txt', 'nginx'], 20_000)).toEqual(shards);
-    expect(planShards([], ['txt'])).toEqual([[]]);
+    for (const s of shards) expect(formats.reduce((n, f) => n + Buffer.byteLength(render(f, s.cidrs)), 0)).toBeLessThanOrEqual(20_000);
+    expect(shards.map((s) => render('txt', s.cidrs)).join('')).toBe(render('txt', many));
+    expect(planShards(many, formats, 20_000)).toEqual(shards);
+    expect(planShards([], ['txt'])).toEqual([{ key: '0', cidrs: [] }]);
+    expect(FORMAT_KEYS.txt).toBe('list.txt');
   });
 });

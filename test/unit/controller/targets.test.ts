@@ -1,6 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
+import { subscriptionKey } from '../../../controller/k8s.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
 import { ciliumRefusal, desiredCiliumObjects, forcedDefaultDeny } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';
@@ -8,7 +9,7 @@ import { contestedPolicies, desiredSecurityPolicies, envoyRefusal } from '../../
 import { mergeDenylist, unmergeDenylist } from '../../../controller/targets/ingress-nginx.ts';
 import { desiredAuthorizationPolicies, istioRefusal } from '../../../controller/targets/istio-authorization-policy.ts';
 import { desiredPolicies, policySpec } from '../../../controller/targets/networkpolicy.ts';
-import { OBJECT_BUDGET, shardList } from '../../../controller/targets/shards.ts';
+import type { Shard } from '../../../controller/targets/shards.ts';
 import { splitFamilies } from '../../../controller/targets/types.ts';
 
 describe('ingress-nginx deny-list merge', () => {
@@ -73,11 +74,18 @@ describe('desired objects', () => {
     expect(policies[0]!.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'blockfeed-controller', 'blockfeed.dev/target': 'networkPolicy' });
   });
 
-  it('ConfigMap shards named <name>, <name>-1, ... with the CIDR count of each', () => {
-    const many = splitFamilies(Array.from({ length: 70_000 }, (_, i) => `45.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`));
-    const shards = desiredConfigMaps({ sub, list: many }, { name: 'lists', formats: ['txt', 'nginx'] });
-    expect(shards.map((s) => s.name)).toEqual(['lists', 'lists-1', 'lists-2']);
+  it('ConfigMap shards named <name>, <name>-<key>, ... with the CIDR count of each; one CIDR more rewrites one', () => {
+    const cidrs = Array.from({ length: 70_000 }, (_, i) => `45.${Math.floor(i / 32768)}.${Math.floor(i / 128) % 256}.${(2 * i) % 256}/32`);
+    const shards = desiredConfigMaps({ sub, list: splitFamilies(cidrs) }, { name: 'lists', formats: ['txt', 'nginx'] });
+    expect(shards.length).toBeGreaterThan(2);
+    expect(shards[0]!.name).toBe('lists');
+    for (const s of shards.slice(1)) expect(s.name).toMatch(/^lists-[0-9a-z]{8}$/);
+    expect(shards.map((s) => s.labels['blockfeed.dev/shard'])).toEqual(['0', ...shards.slice(1).map((s) => s.name.slice('lists-'.length))]);
     expect(shards.reduce((n, s) => n + Number(s.annotations['blockfeed.dev/cidrs']), 0)).toBe(70_000);
+    // An address added at the front: the first shard changes, the others are the same objects.
+    const grown = desiredConfigMaps({ sub, list: splitFamilies(['45.0.0.0/32', '45.0.0.1/32', ...cidrs.slice(1)]) }, { name: 'lists', formats: ['txt', 'nginx'] });
+    expect(grown.map((s) => s.name)).toEqual(shards.map((s) => s.name));
+    expect(grown.filter((s, i) => JSON.stringify(s) !== JSON.stringify(shards[i])).map((s) => s.name)).toEqual(['lists']);
   });
 
   it('the record of the applied list is deterministic and holds the list exactly', async () => {
@@ -90,6 +98,9 @@ describe('desired objects', () => {
     expect(a[0]!.annotations['blockfeed.dev/list-hash']).toBe(listHash(list));
   });
 });
+
+/** A part of a cut list (targets/shards.ts) with a given key. */
+const part = (key: string, ...cidrs: string[]): Shard => ({ key, cidrs });
 
 describe('enforcement point objects', () => {
   const list = splitFamilies(['45.33.32.156/32', '198.51.100.0/25', '2001:db8::/32']);
@@ -231,32 +242,38 @@ describe('enforcement point objects', () => {
   });
 
   it('Istio: one DENY policy per part, remoteIpBlocks or ipBlocks, attached by selector or targetRefs', () => {
-    const remote = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'RemoteIp', selector: { matchLabels: { istio: 'ingressgateway' } } }, [['45.33.32.156/32'], ['2001:db8::/32']]);
-    expect(remote.map((p) => p.name)).toEqual([expect.stringMatching(/-0$/), expect.stringMatching(/-1$/)]);
+    const remote = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'RemoteIp', selector: { matchLabels: { istio: 'ingressgateway' } } }, [part('0', '45.33.32.156/32'), part('k6', '2001:db8::/32')]);
+    expect(remote.map((p) => p.name)).toEqual([expect.stringMatching(/^blockfeed-attackers-[0-9a-f]{8}-0$/), expect.stringMatching(/-k6$/)]);
     expect(remote[1]!.content).toEqual({ spec: { action: 'DENY', selector: { matchLabels: { istio: 'ingressgateway' } }, rules: [{ from: [{ source: { remoteIpBlocks: ['2001:db8::/32'] } }] }] } });
-    const peer = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'PeerIp', namespace: 'istio-system', targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }] }, [['45.33.32.156/32']]);
+    const peer = desiredAuthorizationPolicies({ sub }, { maxCIDRs: 10, clientAddress: 'PeerIp', namespace: 'istio-system', targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }] }, [part('0', '45.33.32.156/32')]);
     expect(peer[0]).toMatchObject({ namespace: 'istio-system', ownerReferences: undefined });
     expect(peer[0]!.content).toEqual({ spec: { action: 'DENY', targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge' }], rules: [{ from: [{ source: { ipBlocks: ['45.33.32.156/32'] } }] }] } });
   });
 
-  it('Cilium: groups, and a deny-only policy over them that leaves default deny off', () => {
-    const { groups, policy } = desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [['45.33.32.156/32'], ['2001:db8::/32']]);
+  it('Cilium: groups, and a deny-only policy selecting them by label that leaves default deny off', () => {
+    const { groups, policy } = desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [part('0', '45.33.32.156/32'), part('k6', '2001:db8::/32')]);
     expect(groups.map((g) => g.content)).toEqual([{ spec: { externalCIDRs: ['45.33.32.156/32'] } }, { spec: { externalCIDRs: ['2001:db8::/32'] } }]);
+    expect(groups.map((g) => g.name)).toEqual([expect.stringMatching(/-0$/), expect.stringMatching(/-k6$/)]);
+    const groupLabels = { 'blockfeed.dev/subscription': subscriptionKey(sub), 'blockfeed.dev/target': 'ciliumCIDRGroup' };
+    for (const g of groups) expect(g.labels).toMatchObject(groupLabels);
     expect(policy[0]!.content.spec).toMatchObject({
       endpointSelector: {},
       enableDefaultDeny: { ingress: false, egress: false },
-      ingressDeny: [{ fromCIDRSet: groups.map((g) => ({ cidrGroupRef: g.name })) }],
+      ingressDeny: [{ fromCIDRSet: [{ cidrGroupSelector: { matchLabels: groupLabels } }] }],
     });
-    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, nodeSelector: { matchLabels: { edge: 'true' } } } }, [['45.33.32.156/32']]).policy[0]!.content.spec).toMatchObject({
+    // The policy does not depend on how the list is cut.
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [part('0', '45.33.32.156/32')]).policy).toEqual(policy);
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, nodeSelector: { matchLabels: { edge: 'true' } } } }, [part('0', '45.33.32.156/32')]).policy[0]!.content.spec).toMatchObject({
       nodeSelector: { matchLabels: { edge: 'true' } },
     });
-    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: false } }, [['45.33.32.156/32']]).policy).toEqual([]);
+    expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: false } }, [part('0', '45.33.32.156/32')]).policy).toEqual([]);
     expect(desiredCiliumObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true } }, [])).toEqual({ groups: [], policy: [] });
   });
 
   it('Calico: sets, and a pre-DNAT policy of the default tier denying what selects them', () => {
-    const { sets, policy } = desiredCalicoObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, order: 5, selector: 'all()' } }, [['45.33.32.156/32', '2001:db8::/32']]);
+    const { sets, policy } = desiredCalicoObjects({ sub }, { maxCIDRs: 10, policy: { enabled: true, order: 5, selector: 'all()' } }, [part('0', '45.33.32.156/32', '2001:db8::/32')]);
     expect(sets[0]!.content).toEqual({ spec: { nets: ['45.33.32.156/32', '2001:db8::/32'] } });
+    expect(sets[0]!.name).toMatch(/^blockfeed-attackers-[0-9a-f]{8}-0$/);
     expect(policy[0]!.name).toMatch(/^default\.blockfeed-attackers-/);
     expect(policy[0]!.content.spec).toEqual({
       order: 5,
@@ -267,18 +284,5 @@ describe('enforcement point objects', () => {
       ingress: [{ action: 'Deny', source: { selector: networkSetSelector(sub) } }],
     });
     expect(networkSetSelector(sub)).toMatch(/^blockfeed\.dev\/subscription == '[0-9a-f]{16}' && blockfeed\.dev\/target == 'calicoGlobalNetworkSet'$/);
-  });
-
-  it('cuts a list into parts of at most 1 MiB that hold it exactly, and never cuts one beyond the limit', () => {
-    const many = Array.from({ length: 120_000 }, (_, i) => `45.${Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}/32`);
-    const cut = shardList(many, 200_000, 'x');
-    if (!('shards' in cut)) throw new Error('not cut');
-    expect(cut.shards.length).toBeGreaterThan(1);
-    expect(cut.shards.flat()).toEqual(many);
-    for (const s of cut.shards) expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThanOrEqual(OBJECT_BUDGET);
-    expect(shardList(many, 100_000, 'ciliumCIDRGroup')).toEqual({
-      problem: { reason: 'TargetTooLarge', message: 'ciliumCIDRGroup: the list has 120000 CIDRs, more than maxCIDRs 100000; what it held stays' },
-    });
-    expect(shardList([], 10, 'x')).toEqual({ shards: [] });
   });
 });
