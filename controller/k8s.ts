@@ -1,26 +1,41 @@
-// The Kubernetes API clients the controller uses, and small helpers shared by the targets. Every write goes
+// The Kubernetes API client the controller uses, and small helpers shared by the targets. Every write goes
 // through `writes` so tests and the bench can prove that an unchanged list writes nothing.
+//
+// One connection to the apiserver for the whole process (ApiConnection): credentials resolved from the
+// kubeconfig by client-node's public applyToHTTPSOptions (client certificates, bearer tokens, the in-cluster
+// service-account token re-read as the kubelet rotates it, exec plugins), and one undici Agent per TLS
+// configuration that keeps its connections alive. Everything goes out through it: raw JSON requests
+// (apiRequest), client-node's typed APIs (given it as their HttpLibrary), and client-node's watches and
+// informers (given a KubeConfig whose public applySecurityAuthentication hands them its credentials and its
+// Agent). client-node 2.x alone would build a new Agent, and so a new TLS connection, for every request.
 import { createHash } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApiException,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type KubeConfig,
+  KubeConfig,
   NetworkingV1Api,
   PatchStrategy,
+  ResponseContext,
+  ServerConfiguration,
+  createConfiguration,
   setHeaderOptions,
+  wrapHttpLibrary,
+  type RequestContext,
   type V1LabelSelector,
   type V1OwnerReference,
 } from '@kubernetes/client-node';
+import { Agent, request, type Dispatcher } from 'undici';
 import { API_VERSION, KIND, type BlocklistSubscription } from './api/v1alpha1.ts';
 import { Ledger } from './ledger.ts';
 
 export interface Apis {
+  /** the kubeconfig for client-node's watches and informers: their requests go out on `connection` */
   kubeConfig: KubeConfig;
+  /** every request to the apiserver goes out on it */
+  connection: ApiConnection;
   core: CoreV1Api;
   networking: NetworkingV1Api;
   custom: CustomObjectsApi;
@@ -29,10 +44,6 @@ export interface Apis {
   writes: WriteCounter;
   /** what this process wrote or verified, object by object (see ledger.ts) */
   ledger: Ledger;
-  /** kept-alive connections for apiRequest(), one per TLS configuration */
-  agents: Map<string, HttpAgent>;
-  /** apiRequest()'s resolved credentials, refreshed every minute */
-  connection?: Connection;
 }
 
 export class WriteCounter {
@@ -44,38 +55,169 @@ export class WriteCounter {
   }
 }
 
+/** What a request to the apiserver needs: where, with which headers, on which connections. */
+interface Credentials {
+  /** the server's URL without a trailing slash: paths are appended (it may have a path of its own, behind a proxy) */
+  server: string;
+  headers: Record<string, string>;
+  dispatcher: Agent;
+}
+
 /**
- * client-node 2.x builds a new undici Agent for every request, so every API call pays a TLS handshake and
- * certificate parsing — most of a sync's time against a real apiserver. Reuse one dispatcher per distinct
- * TLS configuration (a rotated certificate gets a new one).
+ * Credentials are resolved from the kubeconfig at most once a minute: reading the certificate files (and the
+ * service-account token) for every request costs more than many requests do, and a minute is soon enough for a
+ * rotated credential (client-node re-reads a token file once a minute too; the kubelet rotates it long before
+ * it expires).
  */
-function reuseConnections(kubeConfig: KubeConfig): void {
-  const target = kubeConfig as unknown as { createDispatcher: (cluster: unknown, options: Record<string, unknown>) => unknown };
-  const original = target.createDispatcher.bind(kubeConfig);
-  const cache = new Map<string, unknown>();
-  target.createDispatcher = (cluster, options) => {
-    const key = createHash('sha256').update(JSON.stringify([cluster, options])).digest('hex');
-    let dispatcher = cache.get(key);
-    if (dispatcher === undefined) {
-      dispatcher = original(cluster, options);
-      cache.set(key, dispatcher);
+const CREDENTIALS_TTL_MS = 60_000;
+/** Idle connections are closed after this long: below the idle timeouts of apiservers and load balancers. */
+const KEEP_ALIVE_MS = 30_000;
+
+/** The apiserver of one kubeconfig context, and the kept-alive connections every request of the process shares. */
+export class ApiConnection {
+  readonly #kubeConfig: KubeConfig;
+  /** one Agent per TLS configuration: a rotated client certificate gets a new one */
+  readonly #agents = new Map<string, Agent>();
+  #credentials?: { value: Promise<Credentials>; until: number };
+
+  constructor(kubeConfig: KubeConfig) {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig names no current cluster');
+    // client-node would tunnel through it; one path that silently did not would be worse than none.
+    if (cluster.proxyUrl) throw new Error(`the kubeconfig's cluster ${cluster.name} sets proxy-url, which the controller does not support`);
+    this.#kubeConfig = kubeConfig;
+  }
+
+  credentials(): Promise<Credentials> {
+    const cached = this.#credentials;
+    if (cached && cached.until > Date.now()) return cached.value;
+    const value = this.#resolve();
+    this.#credentials = { value, until: Date.now() + CREDENTIALS_TTL_MS };
+    // a failure is not cached: the next request tries again
+    value.catch(() => {
+      if (this.#credentials?.value === value) this.#credentials = undefined;
+    });
+    return value;
+  }
+
+  /** The server's URL, which every request's path is appended to. */
+  get server(): string {
+    return this.#kubeConfig.getCurrentCluster()!.server.replace(/\/+$/, '');
+  }
+
+  async #resolve(): Promise<Credentials> {
+    const server = this.server;
+    const options: { headers?: Record<string, string | string[] | number | undefined>; auth?: string; ca?: unknown; cert?: unknown; key?: unknown; rejectUnauthorized?: boolean; servername?: string } = {};
+    await this.#kubeConfig.applyToHTTPSOptions(options);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[name.toLowerCase()] = String(value);
+    if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    const tls = { ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized, servername: options.servername };
+    const key = createHash('sha256').update(JSON.stringify([server, tls])).digest('hex');
+    let dispatcher = this.#agents.get(key);
+    if (!dispatcher) {
+      // TLS verification is node's default unless the kubeconfig says insecure-skip-tls-verify.
+      dispatcher = new Agent({ connect: tls as Agent.Options['connect'], keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS });
+      // Connections of an older TLS configuration finish what they carry (a watch, say) and close.
+      for (const old of this.#agents.values()) void old.close();
+      this.#agents.clear();
+      this.#agents.set(key, dispatcher);
     }
-    return dispatcher;
+    return { server, headers, dispatcher };
+  }
+
+  /**
+   * One request to `path` (from the API's root: /api/v1/...), its body already serialised, answering the status,
+   * the headers and the body as text. A 429
+   * (priority and fairness, or a resource's storage still initialising, as right after its CRD is installed) is
+   * retried after its Retry-After, as client-go does.
+   */
+  async exchange(
+    method: Dispatcher.HttpMethod,
+    path: string,
+    options: { body?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<{ status: number; headers: Record<string, string>; text: string }> {
+    for (let attempt = 0; ; attempt++) {
+      const { server, headers: auth, dispatcher } = await this.credentials();
+      const answer = await request(`${server}${path}`, {
+        method,
+        dispatcher,
+        headers: { 'user-agent': USER_AGENT, ...options.headers, ...auth },
+        body: options.body,
+        signal: options.signal,
+      });
+      const text = await answer.body.text();
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      if (answer.statusCode !== 429 || attempt === MAX_RETRIES_429) return { status: answer.statusCode, headers, text };
+      await sleep(Math.min(Number(headers['retry-after']) || 1, 5) * 1000);
+    }
+  }
+
+  /** Closes the kept-alive connections (and ends the watches on them). */
+  async close(): Promise<void> {
+    const agents = [...this.#agents.values()];
+    this.#agents.clear();
+    this.#credentials = undefined;
+    await Promise.all(agents.map((a) => a.destroy()));
+  }
+}
+
+const MAX_RETRIES_429 = 5;
+/** What the apiserver's audit log shows as the client. */
+const USER_AGENT = 'blockfeed-controller';
+
+/**
+ * The kubeconfig client-node's Watch, ListWatch and makeInformer are given: the one method they call to
+ * authenticate a request (public, the SecurityAuthentication of client-node's generated clients) hands them the
+ * connection's credentials and Agent.
+ */
+class ConnectedKubeConfig extends KubeConfig {
+  connection?: ApiConnection;
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    if (!this.connection) throw new Error('ConnectedKubeConfig used before its connection was set');
+    const { headers, dispatcher } = await this.connection.credentials();
+    for (const [name, value] of Object.entries(headers)) context.setHeaderParam(name, value);
+    context.setDispatcher(dispatcher);
+  }
+}
+
+export function makeApis(source: KubeConfig): Apis {
+  // A copy: the caller's KubeConfig keeps working as it did.
+  const kubeConfig = new ConnectedKubeConfig();
+  kubeConfig.loadFromOptions({ clusters: source.clusters, users: source.users, contexts: source.contexts, currentContext: source.currentContext });
+  const connection = new ApiConnection(kubeConfig);
+  kubeConfig.connection = connection;
+  // client-node's typed APIs send through the same connection (serialising and parsing stay theirs).
+  const httpApi = wrapHttpLibrary({
+    async send(context: RequestContext): Promise<ResponseContext> {
+      const body = context.getBody();
+      if (body !== undefined && typeof body !== 'string') throw new Error('only JSON request bodies are supported');
+      // client-node appends the path to the server it was given
+      const url = context.getUrl();
+      if (!url.startsWith(`${connection.server}/`)) throw new Error(`a request to ${url}, not to the apiserver ${connection.server}`);
+      const path = url.slice(connection.server.length);
+      const answer = await connection.exchange(context.getHttpMethod(), path, { body, headers: context.getHeaders(), signal: context.getSignal() });
+      return new ResponseContext(answer.status, answer.headers, { text: async () => answer.text, binary: async () => Buffer.from(answer.text), stream: () => null });
+    },
+  });
+  const configuration = createConfiguration({ baseServer: new ServerConfiguration(connection.server, {}), httpApi });
+  return {
+    kubeConfig,
+    connection,
+    core: new CoreV1Api(configuration),
+    networking: new NetworkingV1Api(configuration),
+    custom: new CustomObjectsApi(configuration),
+    coordination: new CoordinationV1Api(configuration),
+    writes: new WriteCounter(),
+    ledger: new Ledger(),
   };
 }
 
-export function makeApis(kubeConfig: KubeConfig): Apis {
-  reuseConnections(kubeConfig);
-  return {
-    kubeConfig,
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    networking: kubeConfig.makeApiClient(NetworkingV1Api),
-    custom: kubeConfig.makeApiClient(CustomObjectsApi),
-    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-    writes: new WriteCounter(),
-    ledger: new Ledger(),
-    agents: new Map(),
-  };
+/** Closes the kept-alive connections of `apis`. */
+export function closeConnections(apis: Apis): Promise<void> {
+  return apis.connection.close();
 }
 
 /** The annotation holding a hash of everything the controller sets on a large object (data, spec, metadata). */
@@ -99,41 +241,6 @@ class ApiRequestError extends Error {
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-const MAX_RETRIES_429 = 5;
-
-/**
- * What requests to the apiserver need, resolved from the kubeconfig at most once a minute: reading the
- * certificate files (and the service-account token) for every request costs more than many requests do, and a
- * minute is soon enough to pick up a rotated credential.
- */
-interface Connection {
-  server: string;
-  tls: boolean;
-  agent: HttpAgent;
-  headers: Record<string, string>;
-  until: number;
-}
-const CONNECTION_TTL_MS = 60_000;
-
-async function connection(apis: Apis): Promise<Connection> {
-  const cached = apis.connection;
-  if (cached && cached.until > Date.now()) return cached;
-  const kc = apis.kubeConfig;
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('the kubeconfig names no current cluster');
-  const o: RequestOptions = { headers: {} };
-  await kc.applyToHTTPSOptions(o);
-  const tls = new URL(server).protocol === 'https:';
-  const key = createHash('sha256').update(JSON.stringify([server, o.ca, o.cert, o.key, o.rejectUnauthorized, o.servername])).digest('hex');
-  let agent = apis.agents.get(key);
-  if (!agent) {
-    agent = tls ? new HttpsAgent({ keepAlive: true, ca: o.ca, cert: o.cert, key: o.key, rejectUnauthorized: o.rejectUnauthorized, servername: o.servername }) : new HttpAgent({ keepAlive: true });
-    apis.agents.set(key, agent);
-  }
-  apis.connection = { server, tls, agent, headers: { ...(o.headers as Record<string, string>) }, until: Date.now() + CONNECTION_TTL_MS };
-  return apis.connection;
-}
-
 /**
  * One request to the apiserver with the body already serialised, answering the body text. client-node's typed
  * ObjectSerializer walks every field of the object on the way out and of the answer on the way back, which for
@@ -146,42 +253,19 @@ export async function apiRequest(
   path: string,
   options: { json?: string; accept?: string; contentType?: string } = {},
 ): Promise<string> {
-  const { server, tls, agent, headers: auth } = await connection(apis);
-  const url = new URL(path, server);
-  const headers: Record<string, string | number> = { ...auth, accept: options.accept ?? 'application/json' };
-  if (options.json !== undefined) {
-    headers['content-type'] = options.contentType ?? 'application/json';
-    headers['content-length'] = Buffer.byteLength(options.json);
-  }
-  const requestOptions: RequestOptions = { method, headers, agent };
-  const send = () =>
-    new Promise<{ status: number; text: string; retryAfter?: string }>((resolve, reject) => {
-      const req = (tls ? httpsRequest : httpRequest)(url, requestOptions, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.once('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
-        res.once('error', reject);
-      });
-      req.once('error', reject);
-      req.end(options.json);
-    });
-  let body = await send();
-  // 429 is the apiserver asking to come back (priority and fairness, or a resource's storage still
-  // initialising, as right after its CRD is installed): retried after Retry-After, as client-go does.
-  for (let attempt = 1; body.status === 429 && attempt <= MAX_RETRIES_429; attempt++) {
-    await sleep(Math.min(Number(body.retryAfter) || 1, 5) * 1000);
-    body = await send();
-  }
-  if (body.status < 200 || body.status > 299) {
-    let message = body.text.slice(0, 500);
+  const headers: Record<string, string> = { accept: options.accept ?? 'application/json' };
+  if (options.json !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+  const answer = await apis.connection.exchange(method, path, { body: options.json, headers });
+  if (answer.status < 200 || answer.status > 299) {
+    let message = answer.text.slice(0, 500);
     try {
-      message = (JSON.parse(body.text) as { message?: string }).message ?? message;
+      message = (JSON.parse(answer.text) as { message?: string }).message ?? message;
     } catch {
       // not a Status object: keep the text
     }
-    throw new ApiRequestError(body.status, `${method} ${url.pathname}: HTTP ${body.status}: ${message}`);
+    throw new ApiRequestError(answer.status, `${method} ${path.split('?')[0]}: HTTP ${answer.status}: ${message}`);
   }
-  return body.text;
+  return answer.text;
 }
 
 /** Creates (POST to the collection) or replaces (PUT to the object) an object given as JSON; answers its new resourceVersion. */
@@ -190,13 +274,6 @@ export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string,
   // process parse again, a megabyte per large object.
   const text = await apiRequest(apis, method, path, { json, accept: OBJECT_METADATA_ONLY });
   return { resourceVersion: (JSON.parse(text) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion };
-}
-
-/** Closes the kept-alive connections of apiRequest(). */
-export function closeAgents(apis: Apis): void {
-  for (const agent of apis.agents.values()) agent.destroy();
-  apis.agents.clear();
-  apis.connection = undefined;
 }
 
 /** A kind of object the controller writes, as the API addresses it. */

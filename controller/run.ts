@@ -9,7 +9,7 @@ import type { Logger } from '../common/logging.ts';
 import { UserError } from '../common/errors.ts';
 import { parseCidrStrict } from './cidr.ts';
 import { SubscriptionController } from './controller.ts';
-import { closeAgents, makeApis } from './k8s.ts';
+import { closeConnections, makeApis } from './k8s.ts';
 import { LeaderElector } from './leader.ts';
 import { createControllerMetrics } from './metrics.ts';
 
@@ -147,7 +147,7 @@ export async function runController(options: ControllerRunOptions, log: Logger):
     async stop() {
       await controller?.stop();
       await elector?.stop();
-      closeAgents(apis);
+      await closeConnections(apis);
       for (const s of servers) {
         s.closeAllConnections();
         await new Promise((r) => s.close(r));
