@@ -13,9 +13,9 @@
 // supervisor starts it again on the same port with back-off, and PostgreSQL's own crash recovery replays
 // its WAL, so no committed transaction is lost. Meanwhile the store is unavailable (503) and the pool's new
 // connections succeed again once it is back.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { access, chmod, chown, cp, mkdir, mkdtemp, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
@@ -24,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { UserError } from '../../common/errors.ts';
+import { blockingParent, systemUser, type SystemUser } from '../../common/system-user.ts';
 
 export interface Binaries {
   initdb: string;
@@ -71,33 +72,10 @@ export interface EmbeddedServer {
 const RELEASE_PROBE = 'blockfeed-embedded-release';
 
 const RUN_AS = 'postgres';
-// groupadd and useradd live in /usr/sbin, which a minimal PATH (a clean CI environment, cron) may leave out.
-const WITH_SBIN = { ...process.env, PATH: `${process.env.PATH ?? ''}:/usr/sbin:/sbin` };
 
 /** PostgreSQL refuses to run as root; as root we run it as a `postgres` user, made if missing. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (userInfo().uid !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, RUN_AS], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-  try {
-    return { uid: id('-u'), gid: id('-g') };
-  } catch {
-    try {
-      execFileSync('groupadd', ['--system', RUN_AS], { stdio: 'ignore', env: WITH_SBIN });
-    } catch {
-      /* the group may exist without the user */
-    }
-    execFileSync('useradd', ['--system', '--gid', RUN_AS, '--no-create-home', '--shell', '/usr/sbin/nologin', RUN_AS], { stdio: 'ignore', env: WITH_SBIN });
-    return { uid: id('-u'), gid: id('-g') };
-  }
-}
-
-/** The first parent of `file` that `uid` cannot traverse (neither its owner nor allowed by o+x), if any. */
-function blockingParent(file: string, uid: number): { dir: string; mode: number } | undefined {
-  for (let p = path.dirname(file); ; p = path.dirname(p)) {
-    const st = statSync(p);
-    if (st.uid !== uid && (st.mode & 0o001) === 0) return { dir: p, mode: st.mode & 0o777 };
-    if (p === path.dirname(p)) return undefined;
-  }
+function serverUser(): SystemUser | undefined {
+  return userInfo().uid === 0 ? systemUser(RUN_AS) : undefined;
 }
 
 /** Every parent of the cluster directory must be traversable by the server's user. */
