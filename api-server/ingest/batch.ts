@@ -104,7 +104,7 @@ export class EventBatch {
    */
   private rawId(r: RawEvent): string {
     const needed = 64 + (r.srcEnd - r.srcStart) + (r.sensorEnd - r.sensorStart) + (r.userEnd - r.userStart) +
-      (r.commandEnd - r.commandStart) + (r.commandPrefix?.length ?? 0);
+      (r.commandEnd - r.commandStart) + (r.commandPrefix?.length ?? 0) + (r.connectionEnd - r.connectionStart);
     if (needed > this.canonical.length) this.canonical = Buffer.allocUnsafe(needed * 2);
     const c = this.canonical;
     let at = writeDecimal(c, 0, r.ts);
@@ -126,6 +126,11 @@ export class EventBatch {
       const prefix = r.commandPrefix;
       if (prefix) for (let i = 0; i < prefix.length; i++) c[at++] = prefix[i] as number;
       for (let i = r.commandStart; i < r.commandEnd; i++) c[at++] = r.line[i] as number;
+    }
+    // The connection only when there is one (see eventId).
+    if (r.connectionStart >= 0) {
+      c[at++] = SEP;
+      for (let i = r.connectionStart; i < r.connectionEnd; i++) c[at++] = r.line[i] as number;
     }
     return hash('sha256', c.subarray(0, at), 'binary'); // 'binary' is latin1: one character per byte
   }

@@ -19,6 +19,13 @@ export interface AttackEvent {
   action: Action;
   username: string | null;
   command: string | null;
+  /**
+   * The sensor's name for the connection the event came on (Cowrie's session id, OpenCanary's source port),
+   * when the id counts it: two attempts in the same millisecond on different connections are two events.
+   * Not stored; absent for inputs that name no connection, and for events at or before the store's
+   * legacyIdsUntil (docs/data-model.md "Event ids").
+   */
+  connection?: string | null;
 }
 
 /**
@@ -51,6 +58,9 @@ export class RawEvent {
   commandPrefix: Buffer | null = null;
   commandStart = -1;
   commandEnd = -1;
+  /** AttackEvent.connection as line[connectionStart, connectionEnd), or none when connectionStart is -1. */
+  connectionStart = -1;
+  connectionEnd = -1;
 }
 
 /** What a parser makes of one line: an event, nothing to store (a sensor's housekeeping line), or an error. */
@@ -59,6 +69,12 @@ export type LineResult = { event: AttackEvent } | { skip: true } | { error: stri
 export interface ParserOptions {
   /** Sensor name for lines that do not name one (`--sensor`). */
   sensor?: string;
+  /**
+   * Events at or before this instant (ms) get their ids without their connection, as they were given before
+   * ids counted connections, so that a file stored then adds nothing when ingested again (the store's
+   * legacyIdsUntil(); none by default).
+   */
+  legacyIdsUntil?: number;
 }
 
 /** Reads the lines of one input, in order; may keep state across them (sessions, a CSV header). */
@@ -77,12 +93,20 @@ export interface LineParser {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SEP = '\u001f';
 
-/** First 16 bytes of SHA-256 over the canonical event, formatted as a uuid (docs/data-model.md). */
+/** First 16 bytes of SHA-256 over the canonical event, formatted as a uuid (docs/data-model.md "Event ids"). */
 export function eventId(e: Omit<AttackEvent, 'id'>): string {
-  // Fields joined by U+001F; absent username / command as U+0000 so that null and '' differ.
-  const canonical = `${e.ts}${SEP}${e.src.text}${SEP}${e.dstPort ?? ''}${SEP}${e.proto ?? ''}${SEP}${e.source}${SEP}${e.sensor}${SEP}${e.action}${SEP}${e.username ?? '\u0000'}${SEP}${e.command ?? '\u0000'}`;
+  // Fields joined by U+001F; absent username / command as U+0000 so that null and '' differ. The connection
+  // is appended only when there is one, so that an event without one keeps the id it had before ids counted
+  // connections.
+  const connection = e.connection == null ? '' : `${SEP}${e.connection}`;
+  const canonical = `${e.ts}${SEP}${e.src.text}${SEP}${e.dstPort ?? ''}${SEP}${e.proto ?? ''}${SEP}${e.source}${SEP}${e.sensor}${SEP}${e.action}${SEP}${e.username ?? '\u0000'}${SEP}${e.command ?? '\u0000'}${connection}`;
   const h = hash('sha256', canonical, 'hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Whether an event at `ts` has its connection in its id: only after the store's legacyIdsUntil (ParserOptions). */
+export function idCountsConnection(ts: number, legacyIdsUntil: number | undefined): boolean {
+  return legacyIdsUntil === undefined || ts > legacyIdsUntil;
 }
 
 function daysInMonth(year: number, month: number): number {

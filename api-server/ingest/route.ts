@@ -11,7 +11,7 @@ import { sharedEnricher } from '../enrich/enricher.ts';
 import { ProblemError } from '../http/problem.ts';
 import { INPUT_FORMATS, parserFor } from './parsers/index.ts';
 import { ingest } from './pipeline.ts';
-import { EventWriter } from './writer.ts';
+import { EventWriter, legacyIdsUntil } from './writer.ts';
 
 interface IngestRouteOptions {
   pool: pg.Pool;
@@ -40,6 +40,8 @@ export async function ingestRoute(app: FastifyInstance, { pool, registry, token,
     registers: [registry],
   });
   let writer: EventWriter | undefined;
+  // Set by a migration, never changed after: read once.
+  let legacy: { until: number | undefined } | undefined;
   // Bodies are log text, parsed line by line here, never as one JSON document.
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser(
@@ -67,8 +69,10 @@ export async function ingestRoute(app: FastifyInstance, { pool, registry, token,
       throw badRequest('the body must hold at least one log line', [{ name: 'body', reason: 'empty', allowed: 'log lines of the format' }]);
     }
     writer ??= new EventWriter(pool, sharedEnricher);
+    legacy ??= { until: await legacyIdsUntil(pool) };
+    const options = { sensor: sensor?.trim() || undefined, legacyIdsUntil: legacy.until };
     const errors: { line: number; reason: string }[] = [];
-    const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format, { sensor: sensor?.trim() || undefined }) }], {
+    const stats = await ingest([{ name: 'body', stream: [req.body], parser: parserFor(format, options) }], {
       writer,
       onReject: (_input, line, reason) => {
         if (errors.length < MAX_REPORTED) errors.push({ line, reason });

@@ -10,7 +10,7 @@ import { openMigratedDatabase } from '../db/migrate.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './parsers/index.ts';
 import { ingest, type IngestStats } from './pipeline.ts';
-import { EventWriter } from './writer.ts';
+import { EventWriter, legacyIdsUntil } from './writer.ts';
 
 export interface IngestJob {
   /** File names; '-' for standard input (which the main thread pipes into the worker's stdin). */
@@ -34,11 +34,12 @@ async function run(job: IngestJob, post: (m: IngestMessage) => void): Promise<In
   const db = await openMigratedDatabase({ config, log: createLogger({ level: config.logLevel }), applicationName: 'blockfeed-ingest', poolSize: 2 });
   try {
     let rejected = 0;
+    const legacy = await legacyIdsUntil(db.pool);
     return await ingest(
       job.names.map((name) => ({
         name: name === '-' ? 'stdin' : name,
         // Each input gets its own parser: CSV headers and Cowrie sessions do not cross files.
-        parser: parserFor(job.format, { sensor: job.sensor }),
+        parser: parserFor(job.format, { sensor: job.sensor, legacyIdsUntil: legacy }),
         stream: name === '-' ? process.stdin : createReadStream(name, { highWaterMark: 1 << 20 }),
       })),
       {

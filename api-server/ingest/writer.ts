@@ -98,6 +98,15 @@ const KNOWN_ADDRESSES = `select i::int as i from unnest($1::inet[]) with ordinal
 
 const HOURLY_COLUMNS = 'hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen';
 
+/**
+ * The instant (ms) up to which events get ids without their connection, as the events stored before ids
+ * counted connections have (migration 0008); undefined when there is none (ParserOptions.legacyIdsUntil).
+ */
+export async function legacyIdsUntil(pool: pg.Pool): Promise<number | undefined> {
+  const { rows } = await pool.query<{ value: number }>("select value from instance_settings where key = 'event_ids_legacy_until'");
+  return rows[0]?.value;
+}
+
 async function copyInto(client: pg.PoolClient, sql: string, rows: Buffer): Promise<void> {
   await pipeline(Readable.from([rows]), client.query(copyFrom(sql)));
 }

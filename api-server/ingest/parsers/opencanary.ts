@@ -1,9 +1,10 @@
 // `opencanary`: OpenCanary's JSON log, one object a line. Fields used: logtype (the numeric codes of
-// opencanary/logger.py), src_host, dst_port, utc_time ("YYYY-MM-DD HH:MM:SS.ffffff", UTC; local_time as a
-// fallback), node_id (the sensor), logdata (USERNAME for login attempts, CMD/ARGS for redis, PATH for HTTP).
+// opencanary/logger.py), src_host, src_port (the event's connection, for its id), dst_port, utc_time
+// ("YYYY-MM-DD HH:MM:SS.ffffff", UTC; local_time as a fallback), node_id (the sensor), logdata (USERNAME for
+// login attempts, CMD/ARGS for redis, FILENAME for SMB).
 import {
-  FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor, withId,
-  type LineParser, type ParserOptions,
+  FieldError, guarded, idCountsConnection, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, serviceFor,
+  withId, type LineParser, type ParserOptions,
 } from '../event.ts';
 import type { Service } from '../../../common/vocabulary.ts';
 import type { Action } from '../../classify/classification.ts';
@@ -53,6 +54,11 @@ function logdataText(logdata: unknown, key: string): string | null {
   return typeof v === 'string' ? v : null;
 }
 
+/** The source port as the event's connection, when it is one (OpenCanary writes -1 where there is none). */
+function sourcePort(value: unknown): string | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 65535 ? String(value) : null;
+}
+
 export function opencanaryParser(options: ParserOptions = {}): LineParser {
   const line = (text: string) =>
     guarded(() => {
@@ -68,9 +74,11 @@ export function opencanaryParser(options: ParserOptions = {}): LineParser {
       let command: string | null = null;
       if (code === 17001) command = [logdataText(o.logdata, 'CMD'), logdataText(o.logdata, 'ARGS')].filter(Boolean).join(' ') || 'redis';
       if (code === 5000) command = `open ${logdataText(o.logdata, 'FILENAME') ?? ''}`.trim();
+      const ts = requireTime(o.utc_time ?? o.local_time, 'utc_time');
+      const connection = sourcePort(o.src_port);
       return {
         event: withId({
-          ts: requireTime(o.utc_time ?? o.local_time, 'utc_time'),
+          ts,
           src: requireAddress(o.src_host, 'src_host'),
           dstPort,
           service: serviceFor(undefined, dstPort, 'service') ?? kind.service,
@@ -80,6 +88,8 @@ export function opencanaryParser(options: ParserOptions = {}): LineParser {
           action: kind.action,
           username,
           command: command === null ? null : optionalText(command, 'command'),
+          // hydra's parallel tasks log attempts in the same millisecond from different source ports.
+          connection: connection !== null && idCountsConnection(ts, options.legacyIdsUntil) ? connection : null,
         }),
       };
     });

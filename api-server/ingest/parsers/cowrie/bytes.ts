@@ -5,7 +5,7 @@
 // session changes.
 import { parseIPv4Bytes } from '../../../../common/ipv4.ts';
 import { SERVICE_INDEX, serviceOfPort } from '../../../../common/vocabulary.ts';
-import { inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
+import { idCountsConnection, inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
 import { ABSENT, ByteNames, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';
 import { EVENTIDS, SESSION_CLOSED, packSession, sessionKeyOfBytes, sessionPort, sessionTelnet, type RecentSessions } from './sessions.ts';
 
@@ -39,8 +39,11 @@ function plainPort(line: Buffer, from: number, to: number): number {
  */
 let sharedFields: FlatFields | undefined;
 
-/** The byte reader of a Cowrie parser with these sessions and this sensor name for lines without one. */
-export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string): NonNullable<LineParser['bytes']> {
+/**
+ * The byte reader of a Cowrie parser with these sessions, this sensor name for lines without one, and the
+ * store's legacyIdsUntil (ParserOptions).
+ */
+export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: string, legacyIdsUntil?: number): NonNullable<LineParser['bytes']> {
   const fields = (sharedFields ??= new FlatFields(FIELDS));
   const { kind, start, end } = fields;
   // The fallback's bytes are written as they are: only when the parser would keep the name unchanged.
@@ -143,6 +146,10 @@ export function cowrieBytesReader(sessions: RecentSessions, fallbackSensor: stri
     out.sensorStart = s0;
     out.sensorEnd = s1;
     out.action = known.action;
+    // The session is the event's connection (parse.ts).
+    const counted = sessionId !== undefined && idCountsConnection(ts, legacyIdsUntil);
+    out.connectionStart = counted ? (start[F.session] as number) : -1;
+    out.connectionEnd = counted ? (end[F.session] as number) : -1;
     return 'event';
   };
 }

@@ -1,33 +1,35 @@
 // `cowrie`: Cowrie's JSON log (cowrie.json), one event object a line. Fields used: eventid, timestamp,
-// src_ip, dst_port and protocol (on cowrie.session.connect), session, sensor, username (logins), input
-// (commands), url / filename / outfile (file transfers), dst_ip (tcpip forwards).
+// src_ip, dst_port and protocol (on cowrie.session.connect; Cowrie 3 repeats them on every line), session
+// (also the event's connection, for its id), sensor, username (logins), input (commands), url / filename /
+// outfile (file transfers), dst_ip (tcpip forwards).
 //
 // This parser, on JSON.parse, is the reference: the byte reader (bytes.ts) reads the common lines faster and
 // must answer as it does.
 import { serviceOfPort, type Service } from '../../../../common/vocabulary.ts';
 import {
-  FieldError, guarded, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId,
+  FieldError, guarded, idCountsConnection, optionalPort, optionalText, parseJsonObject, requireAddress, requireSensor, requireTime, withId,
   type LineParser, type LineResult, type ParserOptions,
 } from '../../event.ts';
 import { cowrieBytesReader } from './bytes.ts';
 import { EVENTIDS, RecentSessions, SESSION_CLOSED, packSession, sessionKey, sessionPort, sessionTelnet } from './sessions.ts';
 
 /** The event of one Cowrie object, or a skip; throws FieldError for a line that cannot be stored. */
-function cowrieEvent(o: Record<string, unknown>, sessions: RecentSessions, fallbackSensor: string): LineResult {
+function cowrieEvent(o: Record<string, unknown>, sessions: RecentSessions, fallbackSensor: string, legacyIdsUntil: number | undefined): LineResult {
   if (typeof o.eventid !== 'string') throw new FieldError('eventid is missing');
-  const sessionId = typeof o.session === 'string' && o.session !== '' ? sessionKey(o.session) : undefined;
+  const session = typeof o.session === 'string' && o.session !== '' ? o.session : undefined;
+  const sessionId = session === undefined ? undefined : sessionKey(session);
   if (o.eventid === SESSION_CLOSED && sessionId !== undefined) sessions.delete(sessionId);
   const known = EVENTIDS.get(o.eventid);
   if (known === undefined) return { skip: true };
   const { action, kind } = known;
-  let session = sessionId === undefined ? undefined : sessions.get(sessionId);
+  let remembered = sessionId === undefined ? undefined : sessions.get(sessionId);
   if (kind === 'connect') {
-    session = packSession(optionalPort(o.dst_port, 'dst_port'), o.protocol === 'telnet');
-    if (sessionId !== undefined) sessions.set(sessionId, session);
+    remembered = packSession(optionalPort(o.dst_port, 'dst_port'), o.protocol === 'telnet');
+    if (sessionId !== undefined) sessions.set(sessionId, remembered);
   }
   // direct-tcpip's dst_port is the port the attacker asked to be forwarded to, not the honeypot's.
-  const port = kind !== 'forward' && o.dst_port !== undefined ? optionalPort(o.dst_port, 'dst_port') : session === undefined ? null : sessionPort(session);
-  const telnet = session === undefined ? o.protocol === 'telnet' : sessionTelnet(session);
+  const port = kind !== 'forward' && o.dst_port !== undefined ? optionalPort(o.dst_port, 'dst_port') : remembered === undefined ? null : sessionPort(remembered);
+  const telnet = remembered === undefined ? o.protocol === 'telnet' : sessionTelnet(remembered);
   // Cowrie often listens on 2222/2223 behind a redirect; the protocol names the service either way.
   const service: Service = (port !== null ? serviceOfPort(port) : undefined) ?? (telnet ? 'telnet' : 'ssh');
   let command: string | null = null;
@@ -38,9 +40,10 @@ function cowrieEvent(o: Record<string, unknown>, sessions: RecentSessions, fallb
     command = `${kind} ${target ?? ''}`.trim();
   }
   if (action === 2 && command === null) throw new FieldError('input is missing');
+  const ts = requireTime(o.timestamp, 'timestamp');
   return {
     event: withId({
-      ts: requireTime(o.timestamp, 'timestamp'),
+      ts,
       src: requireAddress(o.src_ip, 'src_ip'),
       dstPort: port,
       service,
@@ -50,6 +53,8 @@ function cowrieEvent(o: Record<string, unknown>, sessions: RecentSessions, fallb
       action,
       username: kind === 'login' ? optionalText(o.username, 'username') : null,
       command,
+      // Cowrie's session ids are random per connection: hydra's parallel attempts in one millisecond differ by it.
+      connection: session !== undefined && idCountsConnection(ts, legacyIdsUntil) ? session : null,
     }),
   };
 }
@@ -58,7 +63,7 @@ export function cowrieParser(options: ParserOptions = {}): LineParser {
   const sessions = new RecentSessions();
   const sensor = options.sensor ?? 'cowrie';
   return {
-    line: (text) => guarded(() => cowrieEvent(parseJsonObject(text), sessions, sensor)),
-    bytes: cowrieBytesReader(sessions, sensor),
+    line: (text) => guarded(() => cowrieEvent(parseJsonObject(text), sessions, sensor, options.legacyIdsUntil)),
+    bytes: cowrieBytesReader(sessions, sensor, options.legacyIdsUntil),
   };
 }
