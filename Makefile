@@ -17,7 +17,7 @@ export npm_config_fund := false
 -include mk/k8s.mk
 -include mk/cluster.mk
 
-.PHONY: help run deps system-deps typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -30,6 +30,9 @@ deps: node_modules/.deps-stamp ## install npm dependencies (npm ci)
 
 system-deps: ## Debian tools the tests run (promtool, prometheus, nginx, ...); installs only what is missing, with sudo when not root
 	.ci/system-deps
+
+sensor-venvs: system-deps ## the honeypots the integration tier attacks (Cowrie, OpenCanary) from PyPI into virtualenvs under .cache/sensors/; a no-op when present
+	test/sensors/install.sh
 
 bench-deps: ## Debian tools the benchmarks compare against (nginx, wrk, curl, psql, promtool)
 	.ci/system-deps --bench
@@ -46,7 +49,7 @@ lint: deps ## eslint (typescript-eslint, type-aware)
 test-unit: deps system-deps ## unit tier only
 	npx vitest run --project unit
 
-test-integration: deps system-deps ## integration tier only (real embedded PostgreSQL)
+test-integration: deps system-deps sensor-venvs ## integration tier only (real embedded PostgreSQL, real honeypots)
 	npx vitest run --project integration
 
 test-k8s: deps system-deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-apiserver, kube-controller-manager, the enforcement points' CRDs)
@@ -55,7 +58,7 @@ test-k8s: deps system-deps k8s-bin k8s-crds ## k8s tier only (real etcd, kube-ap
 test-browser: deps system-deps ## browser tier only: the website in Debian's Chromium (screenshots in test/browser/artifacts/)
 	npx vitest run --project browser
 
-test: deps system-deps k8s-bin k8s-crds cluster-bin cluster-images ## everything CI runs: typecheck, lint, every test tier, the cluster tier last (installs and builds what they run once)
+test: deps system-deps sensor-venvs k8s-bin k8s-crds cluster-bin cluster-images ## everything CI runs: typecheck, lint, every test tier, the cluster tier last (installs and builds what they run once)
 	$(MAKE) --no-print-directory typecheck lint
 	npx vitest run --project '!cluster'
 	npx vitest run --project cluster

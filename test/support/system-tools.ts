@@ -6,12 +6,13 @@ import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 
-/** What each tier runs: promtool (metrics and alert rules), nginx (the nginx format), prometheus (e2e), and
- * openssl, setpriv and ps for the control plane and the processes tests start, chromium (the website), and the
- * node, network and image tools of the cluster tier. */
+/** What each tier runs: promtool (metrics and alert rules), nginx (the nginx format), the attackers and the
+ * network namespaces of the real honeypots' test (hydra, sshpass, ssh; ip, ss, unshare, nsenter, setpriv),
+ * prometheus (e2e), and openssl, setpriv and ps for the control plane and the processes tests start, chromium
+ * (the website), and the node, network and image tools of the cluster tier. */
 export const TOOLS_BY_TIER: Readonly<Record<string, readonly string[]>> = {
   unit: ['promtool'],
-  integration: ['promtool', 'nginx'],
+  integration: ['promtool', 'nginx', 'hydra', 'sshpass', 'ssh', 'ip', 'ss', 'unshare', 'nsenter', 'setpriv'],
   k8s: ['openssl', 'setpriv', 'ps'],
   'k8s-serial': ['openssl', 'setpriv'],
   chart: ['promtool'],

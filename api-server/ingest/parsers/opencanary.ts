@@ -15,12 +15,17 @@ interface LogType {
   service: Service | null;
 }
 
+// Codes not listed are housekeeping: the canary's own messages (1000-1999), the SSH client's version (4001,
+// which follows every 4000 as Cowrie's client.version follows its connect), LLMNR answers on the canary's
+// own network (19001), user modules (99000+).
 const LOGTYPES: Readonly<Record<number, LogType>> = {
   2000: { action: 1, service: null }, // FTP login attempt
+  2001: { action: 0, service: null }, // FTP login begun (ftp.log_auth_attempt_initiated)
   3000: { action: 0, service: 'web' }, // HTTP GET
   3001: { action: 1, service: 'web' }, // HTTP POST login attempt
+  3002: { action: 0, service: 'web' }, // HTTP request with an unimplemented method
+  3003: { action: 0, service: 'web' }, // HTTP request redirected
   4000: { action: 0, service: 'ssh' }, // SSH new connection
-  4001: { action: 0, service: 'ssh' }, // SSH remote version sent
   4002: { action: 1, service: 'ssh' }, // SSH login attempt
   5000: { action: 2, service: 'smb' }, // SMB file open
   5001: { action: 0, service: null }, // port scan: SYN
@@ -29,10 +34,12 @@ const LOGTYPES: Readonly<Record<number, LogType>> = {
   5004: { action: 0, service: null }, // port scan: nmap XMAS
   5005: { action: 0, service: null }, // port scan: nmap FIN
   6001: { action: 1, service: 'telnet' }, // telnet login attempt
+  6002: { action: 0, service: 'telnet' }, // telnet connection made (telnet.log_tcp_connection)
   7001: { action: 1, service: 'proxy' }, // HTTP proxy login attempt
   8001: { action: 1, service: 'db' }, // MySQL login attempt
   9001: { action: 1, service: 'db' }, // MSSQL login, SQL auth
   9002: { action: 1, service: 'db' }, // MSSQL login, Windows auth
+  9003: { action: 0, service: 'db' }, // MySQL connection made (mysql.log_connection_made)
   10001: { action: 0, service: null }, // TFTP
   11001: { action: 0, service: null }, // NTP monlist
   12001: { action: 1, service: 'vnc' }, // VNC (password attempt)
@@ -40,7 +47,7 @@ const LOGTYPES: Readonly<Record<number, LogType>> = {
   14001: { action: 1, service: 'rdp' }, // RDP
   15001: { action: 0, service: null }, // SIP request
   16001: { action: 0, service: null }, // git clone request
-  17001: { action: 2, service: 'db' }, // redis command
+  17001: { action: 2, service: 'db' }, // redis command (AUTH: a login attempt, see redisAuth)
   18001: { action: 0, service: null }, // TCP banner: connection made
   18002: { action: 0, service: null },
   18003: { action: 1, service: null }, // TCP banner: keep-alive secret received
@@ -54,6 +61,16 @@ function logdataText(logdata: unknown, key: string): string | null {
   return typeof v === 'string' ? v : null;
 }
 
+/**
+ * A redis AUTH is a login attempt, not a command: its arguments are `[username] password`, and the password
+ * is not kept. Undefined for any other command.
+ */
+function redisAuth(cmd: string | null, args: string | null): { username: string | null } | undefined {
+  if (cmd?.toUpperCase() !== 'AUTH') return undefined;
+  const words = (args ?? '').split(' ').filter(Boolean);
+  return { username: words.length >= 2 ? (words[0] as string) : null };
+}
+
 /** The source port as the event's connection, when it is one (OpenCanary writes -1 where there is none). */
 function sourcePort(value: unknown): string | null {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 65535 ? String(value) : null;
@@ -65,14 +82,21 @@ export function opencanaryParser(options: ParserOptions = {}): LineParser {
       const o = parseJsonObject(text);
       const code = typeof o.logtype === 'string' ? Number(o.logtype) : o.logtype;
       if (typeof code !== 'number' || !Number.isInteger(code)) throw new FieldError('logtype is missing');
-      // 1000-1999 are the canary's own messages (boot, ping, errors); 99000+ are user-defined.
-      if (code < 2000 || code >= 99000) return { skip: true };
       const kind = LOGTYPES[code];
       if (!kind) return { skip: true };
       const dstPort = optionalPort(o.dst_port, 'dst_port');
-      const username = optionalText(logdataText(o.logdata, 'USERNAME'), 'logdata.USERNAME');
+      let action = kind.action;
+      let username = logdataText(o.logdata, 'USERNAME');
       let command: string | null = null;
-      if (code === 17001) command = [logdataText(o.logdata, 'CMD'), logdataText(o.logdata, 'ARGS')].filter(Boolean).join(' ') || 'redis';
+      if (code === 17001) {
+        const cmd = logdataText(o.logdata, 'CMD');
+        const args = logdataText(o.logdata, 'ARGS');
+        const auth = redisAuth(cmd, args);
+        if (auth) {
+          username = auth.username;
+          action = 1;
+        } else command = [cmd, args].filter(Boolean).join(' ') || 'redis';
+      }
       if (code === 5000) command = `open ${logdataText(o.logdata, 'FILENAME') ?? ''}`.trim();
       const ts = requireTime(o.utc_time ?? o.local_time, 'utc_time');
       const connection = sourcePort(o.src_port);
@@ -85,8 +109,8 @@ export function opencanaryParser(options: ParserOptions = {}): LineParser {
           proto: code >= 5001 && code <= 5005 ? 'tcp' : null,
           source: 'honeypot',
           sensor: requireSensor(o.node_id, options.sensor ?? 'opencanary', 'node_id'),
-          action: kind.action,
-          username,
+          action,
+          username: optionalText(username, 'logdata.USERNAME'),
           command: command === null ? null : optionalText(command, 'command'),
           // hydra's parallel tasks log attempts in the same millisecond from different source ports.
           connection: connection !== null && idCountsConnection(ts, options.legacyIdsUntil) ? connection : null,

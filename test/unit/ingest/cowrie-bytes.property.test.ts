@@ -14,6 +14,7 @@ import { SensorNames } from '../../../api-server/ingest/sensors.ts';
 import { cowrieLines } from '../../../bench/cowrie-gen.ts';
 
 const sample = fileURLToPath(new URL('../../../examples/sensor-logs/cowrie.json', import.meta.url));
+const realLog = fileURLToPath(new URL('../../fixtures/sensor-logs/cowrie-3.1.4.json', import.meta.url));
 
 interface Way {
   outcomes: string[];
@@ -147,6 +148,12 @@ describe('the Cowrie byte reader', () => {
 
   it('gives what the parser gives on the sample log', () => {
     expectSameBothWays(readFileSync(sample, 'utf8').split('\n').filter((l) => l.trim() !== ''));
+  });
+
+  it('gives what the parser gives on a real Cowrie log, ids counting connections or not', () => {
+    const lines = readFileSync(realLog, 'utf8').split('\n').filter((l) => l.trim() !== '');
+    const midway = Date.parse('2026-11-27T23:58:42Z');
+    for (const legacyIdsUntil of [undefined, midway, Infinity]) expect(expectSameBothWays(lines, { legacyIdsUntil })).toBeGreaterThan(0);
   });
 
   it('gives what the parser gives on lines with unusual values, spacing and repeated keys', () => {
