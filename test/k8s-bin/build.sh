@@ -11,6 +11,8 @@
 #   .cache/k8s/<K8S_VERSION>/cluster-bin/{kube-scheduler,kubelet,kube-proxy}
 #   .cache/kube-router/<KUBE_ROUTER_VERSION>/bin/kube-router
 #   .cache/coredns/<COREDNS_VERSION>/bin/coredns
+#   .cache/cnpg/<CNPG_VERSION>/bin/manager       (CloudNativePG's operator and instance manager)
+#   .cache/cnpg/<CNPG_VERSION>/cnpg-<version>.yaml  (its published install manifest, from its module)
 #   .cache/k8s/cluster.env     their paths
 #
 # Versions come from versions.env (and go.mod/go.sum, which gen-replaces.sh
@@ -36,6 +38,8 @@ current_env="$cache/k8s/current.env"
 cluster_bin="$k8s_dir/cluster-bin"
 kube_router_bin="$cache/kube-router/$KUBE_ROUTER_VERSION/bin"
 coredns_bin="$cache/coredns/$COREDNS_VERSION/bin"
+cnpg_bin="$cache/cnpg/$CNPG_VERSION/bin"
+cnpg_manifest="$cache/cnpg/$CNPG_VERSION/cnpg-${CNPG_VERSION#v}.yaml"
 cluster_env="$cache/k8s/cluster.env"
 parallel="${K8S_BUILD_PARALLEL:-2}"
 cluster=
@@ -58,6 +62,7 @@ inputs_hash() {
     helm) printf '%s\n' "$HELM_VERSION" && cat "$here/build.sh" ;;
     kube-router) printf '%s\n' "$KUBE_ROUTER_VERSION" && cat "$here/build.sh" ;;
     coredns) printf '%s\n' "$COREDNS_VERSION" && cat "$here/build.sh" ;;
+    cnpg) printf '%s\n' "$CNPG_VERSION" && cat "$here/build.sh" ;;
   esac | sha256sum | cut -d' ' -f1
 }
 
@@ -266,6 +271,44 @@ build_helm() {
   log "helm ready in $helm_bin ($((SECONDS - t0)) s)"
 }
 
+# CloudNativePG's cmd/manager, and the install manifest its module publishes (releases/cnpg-<version>.yaml: CRDs,
+# RBAC, webhooks, the operator's Deployment), which the cluster tier applies with the image swapped for its own.
+# `go install <package>@<version>` stops at the module's version list, which the module proxy refuses for this
+# module (403), so a throwaway module requiring the tag builds it instead: with that one requirement, its build
+# list is the operator's own go.mod (each module checked against the checksum database), as with go install. The
+# version ldflags are its release build's (.goreleaser.yml): the operator reports them and records them in each
+# Cluster's status; the commit and the date are the tag's, as the module proxy has them.
+build_cnpg() {
+  if up_to_date cnpg "$cnpg_bin/../.stamp" "$cnpg_bin/manager" && [[ -f $cnpg_manifest ]]; then
+    return 0
+  fi
+  need_go
+  local tmp info commit dir date t0=$SECONDS pkg=github.com/cloudnative-pg/cloudnative-pg
+  tmp=$(mktemp -d)
+  log "building $pkg/cmd/manager@$CNPG_VERSION"
+  if ! (cd "$tmp" && go mod init blockfeed.test/cnpg-manager && go get -tool "$pkg/cmd/manager@$CNPG_VERSION") >"$tmp.log" 2>&1; then
+    cat "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log"
+    die "cannot fetch $pkg@$CNPG_VERSION from the Go module proxy"
+  fi
+  rm -f "$tmp.log"
+  info=$(cd "$tmp" && go mod download -json "$pkg@$CNPG_VERSION")
+  commit=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]\{7\}\).*/\1/p' <<<"$info")
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$info")
+  date=$(cd "$tmp" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02"}}{{end}}' "$pkg")
+  [[ -f $dir/releases/${cnpg_manifest##*/} ]] || { rm -rf "$tmp"; die "$pkg@$CNPG_VERSION has no releases/${cnpg_manifest##*/}"; }
+  (cd "$tmp" && CGO_ENABLED=0 go build -p "$parallel" -trimpath -buildvcs=false -o "$tmp/bin/manager" \
+    -ldflags="-s -w -X=$pkg/pkg/versions.buildVersion=${CNPG_VERSION#v} -X=$pkg/pkg/versions.buildCommit=${commit:-none} -X=$pkg/pkg/versions.buildDate=${date:-unknown}" \
+    "$pkg/cmd/manager") || { rm -rf "$tmp"; die "building $pkg/cmd/manager@$CNPG_VERSION failed"; }
+  mkdir -p "$cnpg_bin"
+  mv -f "$tmp/bin/manager" "$cnpg_bin/manager"
+  # Module files are read-only: the copy gets ordinary modes.
+  install -m 644 "$dir/releases/${cnpg_manifest##*/}" "$cnpg_manifest"
+  rm -rf "$tmp"
+  inputs_hash cnpg >"$cnpg_bin/../.stamp"
+  log "manager ready in $cnpg_bin ($((SECONDS - t0)) s)"
+}
+
 write_current_env() {
   local etcd_version
   etcd_version=$(sed -n 's/^ETCD_VERSION=//p' "$k8s_dir/build.env")
@@ -300,6 +343,9 @@ KUBELET=$cluster_bin/kubelet
 KUBE_PROXY=$cluster_bin/kube-proxy
 KUBE_ROUTER=$kube_router_bin/kube-router
 COREDNS=$coredns_bin/coredns
+CNPG_VERSION=$CNPG_VERSION
+CNPG_MANAGER=$cnpg_bin/manager
+CNPG_MANIFEST=$cnpg_manifest
 EOF
   )
   if [[ ! -f $cluster_env || "$(cat "$cluster_env")" != "$content" ]]; then
@@ -317,5 +363,6 @@ if [[ -n $cluster ]]; then
   go_install kube-router "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION" "$kube_router_bin" \
     "-X=github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION"
   go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" "$coredns_bin"
+  build_cnpg
   write_cluster_env
 fi
