@@ -11,10 +11,10 @@ DEV_CLUSTER_DIR := .cache/dev-cluster
 cluster-deps: ## Debian packages of the cluster tier (containerd, runc, CNI plugins, iptables, ipset, nftables, buildah, ...)
 	@.ci/system-deps --cluster
 
-cluster-bin: k8s-bin ## build kube-scheduler, kubelet, kube-proxy, kube-router and CoreDNS into .cache/ (once)
+cluster-bin: k8s-bin ## build kube-scheduler, kubelet, kube-proxy, kube-router, CoreDNS and CloudNativePG's operator into .cache/ (once)
 	@bash $(K8S_BIN_SRC)/build.sh --cluster
 
-cluster-images: cluster-deps ## build the blockfeed image from the Dockerfile (and database, busybox, pause images) with buildah
+cluster-images: cluster-deps cluster-bin ## build the blockfeed image from the Dockerfile (and database, CloudNativePG, busybox, pause images) with buildah
 	@bash test/cluster/images/build.sh
 
 test-cluster: deps cluster-deps k8s-crds cluster-bin cluster-images ## cluster tier: the chart on a real node, packets from listed addresses refused (root)

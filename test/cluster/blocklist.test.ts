@@ -70,7 +70,7 @@ describe('blockfeed on a real cluster', () => {
   }
 
   beforeAll(async () => {
-    cluster = await startCluster({ log: (line) => process.env.CLUSTER_TEST_VERBOSE && console.error(`[cluster] ${line}`) });
+    cluster = await startCluster({ images: ['blockfeed', 'postgresql', 'busybox'], log: (line) => process.env.CLUSTER_TEST_VERBOSE && console.error(`[cluster] ${line}`) });
     report(`cluster ready in ${cluster.startMs} ms`);
     core = cluster.kc.makeApiClient(CoreV1Api);
     let i = 0;

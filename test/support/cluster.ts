@@ -14,7 +14,7 @@ import { freePort } from './cli.ts';
 import { startControlPlane, type ControlPlane } from './control-plane.ts';
 import { forward, holdNamespaces, type Forward, type Namespaces } from './namespaces.ts';
 import { processAlive } from './processes.ts';
-import { NODE, clusterBinaries, clusterImages, removeStaleCgroupRoots, setUpNodeNetwork, startNode, type ImageName, type Node } from './node.ts';
+import { IMAGE_NAMES, NODE, clusterBinaries, clusterImages, removeStaleCgroupRoots, setUpNodeNetwork, startNode, type ImageName, type Node } from './node.ts';
 
 export interface Cluster {
   readonly dir: string;
@@ -25,7 +25,7 @@ export interface Cluster {
   readonly node: Namespaces;
   /** Where the node's programs write their logs (<name>.log). */
   readonly logsDir: string;
-  /** The image names the node has imported. */
+  /** Every image's name (images.env); the node has imported those asked for (ClusterOptions.images). */
   readonly images: Record<ImageName, string>;
   readonly startMs: number;
   stop(): Promise<void>;
@@ -33,6 +33,10 @@ export interface Cluster {
 
 export interface ClusterOptions {
   log?: (line: string) => void;
+  /** The images the node imports (pause always); default: every image `make cluster-images` builds. */
+  images?: readonly ImageName[];
+  /** hostPath PersistentVolumes to create: one per claim the test's workloads make (default 2). */
+  volumes?: number;
 }
 
 const RUN_DIR_PREFIX = 'blockfeed-cluster-';
@@ -56,7 +60,7 @@ async function removeStaleRuns(): Promise<void> {
   removeStaleCgroupRoots(runAlive);
 }
 
-/** hostPath PersistentVolumes (the node's disk) for claims without a storage class, like the chart's database. */
+/** hostPath PersistentVolumes (the node's disk) for claims without a storage class, like the chart's database's. */
 async function createVolumes(kc: KubeConfig, dir: string, count: number): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   for (let i = 0; i < count; i++) {
@@ -78,10 +82,10 @@ async function createVolumes(kc: KubeConfig, dir: string, count: number): Promis
   }
 }
 
-export async function startCluster({ log = () => undefined }: ClusterOptions = {}): Promise<Cluster> {
+export async function startCluster({ log = () => undefined, images: wanted = IMAGE_NAMES, volumes = 2 }: ClusterOptions = {}): Promise<Cluster> {
   if (process.getuid?.() !== 0) throw new Error('a cluster needs root: it makes namespaces, cgroups, bridges and iptables rules');
   const started = Date.now();
-  const images = clusterImages();
+  const images = clusterImages(wanted);
   const bins = clusterBinaries();
   await removeStaleRuns();
   const dir = await mkdtemp(path.join(tmpdir(), RUN_DIR_PREFIX));
@@ -119,8 +123,8 @@ export async function startCluster({ log = () => undefined }: ClusterOptions = {
     const kc = new KubeConfig();
     kc.loadFromFile(plane.kubeconfigPath);
     const credentials = { dir: plane.dir, server: plane.nodeServer, adminKubeconfig: plane.nodeKubeconfigPath, kc };
-    running = await startNode(node, path.basename(dir).slice(RUN_DIR_PREFIX.length), path.join(dir, 'node'), credentials, log);
-    await createVolumes(kc, dir, 2);
+    running = await startNode(node, path.basename(dir).slice(RUN_DIR_PREFIX.length), path.join(dir, 'node'), credentials, log, wanted);
+    await createVolumes(kc, dir, volumes);
     const startMs = Date.now() - started;
     log(`cluster ready after ${startMs} ms`);
     return { dir, kubeconfigPath: plane.kubeconfigPath, kc, node, logsDir: path.join(dir, 'node', 'logs'), images: images.names, startMs, stop };
@@ -227,3 +231,4 @@ export async function execInPod(kc: KubeConfig, namespace: string, pod: string, 
   if (status.status !== 'Success') throw new Error(`${command.join(' ')} in ${namespace}/${pod}: ${status.message ?? status.reason ?? 'failed'}\n${stderr}`);
   return { stdout, stderr };
 }
+

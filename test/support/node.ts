@@ -47,14 +47,27 @@ export function clusterBinaries(root = REPO_ROOT): ClusterBinaries {
   return { kubeScheduler: bins.KUBE_SCHEDULER, kubelet: bins.KUBELET, kubeProxy: bins.KUBE_PROXY, kubeRouter: bins.KUBE_ROUTER, coredns: bins.COREDNS };
 }
 
-export type ImageName = 'blockfeed' | 'postgresql' | 'busybox' | 'pause';
+export type ImageName = 'blockfeed' | 'postgresql' | 'busybox' | 'pause' | 'cnpgOperator' | 'cnpgPostgresql';
 
-/** The image archives `make cluster-images` writes, and the names they carry (test/cluster/images/images.env). */
-export function clusterImages(root = REPO_ROOT): { archives: string[]; names: Record<ImageName, string> } {
+/** Each image: its key in images.env and the archive name `make cluster-images` writes. */
+const IMAGES: Record<ImageName, { key: string; archive: string }> = {
+  blockfeed: { key: 'BLOCKFEED_IMAGE', archive: 'blockfeed' },
+  postgresql: { key: 'POSTGRESQL_IMAGE', archive: 'postgresql' },
+  busybox: { key: 'BUSYBOX_IMAGE', archive: 'busybox' },
+  pause: { key: 'PAUSE_IMAGE', archive: 'pause' },
+  cnpgOperator: { key: 'CNPG_OPERATOR_IMAGE', archive: 'cnpg-operator' },
+  cnpgPostgresql: { key: 'CNPG_POSTGRESQL_IMAGE', archive: 'cnpg-postgresql' },
+};
+export const IMAGE_NAMES = Object.keys(IMAGES) as ImageName[];
+
+/**
+ * The image archives `make cluster-images` writes for `wanted` (and pause, every pod's sandbox), and the names
+ * every image carries (test/cluster/images/images.env).
+ */
+export function clusterImages(wanted: readonly ImageName[] = IMAGE_NAMES, root = REPO_ROOT): { archives: string[]; names: Record<ImageName, string> } {
   const env = readEnvFile(path.join(root, 'test/cluster/images/images.env'));
-  const name = (key: string) => env[key] ?? '';
-  const names = { blockfeed: name('BLOCKFEED_IMAGE'), postgresql: name('POSTGRESQL_IMAGE'), busybox: name('BUSYBOX_IMAGE'), pause: name('PAUSE_IMAGE') };
-  const archives = Object.keys(names).map((image) => path.join(root, '.cache/cluster/images', `${image}.tar`));
+  const names = Object.fromEntries(IMAGE_NAMES.map((image) => [image, env[IMAGES[image].key] ?? ''])) as Record<ImageName, string>;
+  const archives = [...new Set<ImageName>(['pause', ...wanted])].map((image) => path.join(root, '.cache/cluster/images', `${IMAGES[image].archive}.tar`));
   for (const a of archives) if (!existsSync(a)) throw new Error(`${a} not found: run \`make cluster-images\``);
   return { archives, names };
 }
@@ -158,8 +171,8 @@ export async function setUpNodeNetwork(ns: Namespaces): Promise<void> {
   await ns.run('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1', 'net.bridge.bridge-nf-call-iptables=1', 'net.bridge.bridge-nf-call-ip6tables=1']);
 }
 
-/** Starts containerd, imports the images, then kubelet, kube-proxy, kube-router and CoreDNS. */
-export async function startNode(ns: Namespaces, id: string, dir: string, creds: NodeCredentials, log: (line: string) => void): Promise<Node> {
+/** Starts containerd, imports the images (`images`; pause always), then kubelet, kube-proxy, kube-router and CoreDNS. */
+export async function startNode(ns: Namespaces, id: string, dir: string, creds: NodeCredentials, log: (line: string) => void, images: readonly ImageName[] = IMAGE_NAMES): Promise<Node> {
   const bins = clusterBinaries();
   const started = Date.now();
   const processes: ManagedProcess[] = [];
@@ -180,7 +193,7 @@ export async function startNode(ns: Namespaces, id: string, dir: string, creds: 
 
     // containerd: the CRI with runc on cgroupfs, the CNI config below, every state under dir.
     const socket = d('containerd', 'containerd.sock');
-    const images = clusterImages();
+    const { archives, names } = clusterImages(images);
     await writeFile(
       d('containerd', 'config.toml'),
       [
@@ -195,7 +208,7 @@ export async function startNode(ns: Namespaces, id: string, dir: string, creds: 
         '[plugins."io.containerd.internal.v1.opt"]',
         `  path = "${d('containerd', 'opt')}"`,
         '[plugins."io.containerd.grpc.v1.cri"]',
-        `  sandbox_image = "${images.names.pause}"`,
+        `  sandbox_image = "${names.pause}"`,
         // Pod network namespaces under the state directory, not /run/netns of the host.
         '  netns_mounts_under_state_dir = true',
         '  disable_apparmor = true',
@@ -227,7 +240,7 @@ export async function startNode(ns: Namespaces, id: string, dir: string, creds: 
     );
     const containerd = start('containerd', 'containerd', ['--config', d('containerd', 'config.toml')]);
     await waitWhileRunning('containerd', [containerd], async () => existsSync(socket), 30_000);
-    for (const archive of images.archives) await execFileText('ctr', ['--address', socket, '--namespace', 'k8s.io', 'images', 'import', archive], { timeoutMs: 300_000 });
+    for (const archive of archives) await execFileText('ctr', ['--address', socket, '--namespace', 'k8s.io', 'images', 'import', archive], { timeoutMs: 300_000 });
     log(`containerd ready, images imported after ${Date.now() - started} ms`);
 
     // kubelet, as the node's identity (Node authorizer), serving its API on the node's address.

@@ -2,9 +2,10 @@
 # Builds the images the cluster tier runs, without Docker and without a registry, with Debian's buildah, and
 # writes each as a docker archive for `ctr images import`:
 #
-#   .cache/cluster/images/{blockfeed,postgresql,busybox,pause}.tar
+#   .cache/cluster/images/{blockfeed,postgresql,busybox,pause,cnpg-operator,cnpg-postgresql}.tar
 #
-# blockfeed is the repository's own Dockerfile, unchanged. The base images it and the others name cannot be
+# blockfeed is the repository's own Dockerfile, unchanged; cnpg-operator holds CloudNativePG's operator program,
+# which make cluster-bin builds (.cache/k8s/cluster.env names it). The base images the others name cannot be
 # pulled here, so stand-ins are made first under the same names (see images.env): debian:bookworm-slim from
 # Debian's packages (mmdebstrap), then node:<major>-bookworm-slim with the project's Node (from the npm
 # registry, scripts/ensure-node.sh) and npm. Every RUN step uses the host's network (apt, npm).
@@ -140,6 +141,26 @@ build busybox "$BUSYBOX_IMAGE" "$work/busybox" "$work/busybox/Dockerfile" "$work
 export_archive busybox "$BUSYBOX_IMAGE"
 build pause "$PAUSE_IMAGE" "$work/pause" "$work/pause/Dockerfile" "$work/pause"
 export_archive pause "$PAUSE_IMAGE"
+
+# CloudNativePG: its operator (the program make cluster-bin built, at the version the image's tag names) and
+# PostgreSQL laid out for its instances, on the bundled database's image.
+cluster_env="$root/.cache/k8s/cluster.env"
+cnpg_manager=$(sed -n 's/^CNPG_MANAGER=//p' "$cluster_env" 2>/dev/null)
+cnpg_version=$(sed -n 's/^CNPG_VERSION=v//p' "$cluster_env" 2>/dev/null)
+[[ -x $cnpg_manager ]] || die "CloudNativePG's manager is not built: run make cluster-bin"
+[[ ${CNPG_OPERATOR_IMAGE##*:} == "$cnpg_version" ]] ||
+  die "images.env names $CNPG_OPERATOR_IMAGE, but make cluster-bin built CloudNativePG $cnpg_version: make the tag match"
+case $(uname -m) in x86_64) goarch=amd64 ;; aarch64 | arm64) goarch=arm64 ;; *) die "no CloudNativePG build for $(uname -m)" ;; esac
+mkdir -p "$work/cnpg-operator/layout/operator"
+cp "$here/cnpg-operator/Dockerfile" "$work/cnpg-operator/"
+cp "$cnpg_manager" "$work/cnpg-operator/layout/operator/manager_$goarch"
+ln -s "operator/manager_$goarch" "$work/cnpg-operator/layout/manager"
+tar -C "$work/cnpg-operator/layout" --owner=0 --group=0 --mtime=@0 -cf "$work/cnpg-operator/operator.tar" manager operator
+rm -rf "$work/cnpg-operator/layout"
+build cnpg-operator "$CNPG_OPERATOR_IMAGE" "$work/cnpg-operator" "$work/cnpg-operator/Dockerfile" "$work/cnpg-operator"
+export_archive cnpg-operator "$CNPG_OPERATOR_IMAGE"
+build cnpg-postgresql "$CNPG_POSTGRESQL_IMAGE" "$here/cnpg-postgresql" "$here/cnpg-postgresql/Dockerfile" "$here/cnpg-postgresql" "$out/postgresql.stamp"
+export_archive cnpg-postgresql "$CNPG_POSTGRESQL_IMAGE"
 
 # Layers no image refers to any more (an old blockfeed build's, say).
 buildah rmi --prune >/dev/null 2>&1 || true
