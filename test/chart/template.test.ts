@@ -3,10 +3,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api-server/config.ts';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
-import { ALL_ON } from '../support/chart-values.ts';
+import { ALL_ON, CLOUDNATIVEPG } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';
 
-const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']);
+const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'Cluster', 'PodMonitor']);
 
 const kindsOf = (objs: K8sObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`).sort();
 const find = (objs: K8sObject[], kind: string, name: string) => {
@@ -45,6 +45,7 @@ describe('helm lint', () => {
   it.each([
     ['default values', {}],
     ['every optional part on', ALL_ON],
+    ['the CloudNativePG database', CLOUDNATIVEPG],
   ])('is clean with %s', async (_what, values) => {
     const r = await helmWithValues(['lint', '--strict', CHART], values);
     expect(r.stdout + r.stderr).toContain('0 chart(s) failed');
@@ -209,6 +210,7 @@ describe('helm template with every optional part on', () => {
 describe.each([
   ['default values', {}],
   ['every optional part on', ALL_ON],
+  ['the CloudNativePG database', CLOUDNATIVEPG],
 ])('every object with %s', (_what, values) => {
   let objs: K8sObject[];
   beforeAll(async () => {
@@ -257,6 +259,68 @@ describe.each([
   });
 });
 
+describe('helm template with database.type=cloudnativepg', () => {
+  let objs: K8sObject[];
+  beforeAll(async () => {
+    objs = await renderChart(CLOUDNATIVEPG);
+  });
+
+  it('renders a CloudNativePG Cluster and its PodMonitor instead of the bundled database', () => {
+    const names = kindsOf(objs);
+    expect(names).toContain('Cluster/blockfeed-postgresql');
+    expect(names).toContain('PodMonitor/blockfeed-postgresql');
+    expect(names.filter((n) => /^(StatefulSet|Secret|Service)\/blockfeed-postgresql/.test(n))).toEqual([]);
+    expect(find(objs, 'Cluster', 'blockfeed-postgresql').apiVersion).toBe('postgresql.cnpg.io/v1');
+  });
+
+  it('asks for the instances, synchronous replication, the database and its owner, storage and resources', () => {
+    expect(find(objs, 'Cluster', 'blockfeed-postgresql').spec).toEqual({
+      instances: 2,
+      imageName: 'ghcr.io/cloudnative-pg/postgresql:17.5',
+      imagePullPolicy: 'IfNotPresent',
+      minSyncReplicas: 1,
+      maxSyncReplicas: 1,
+      smartShutdownTimeout: 15,
+      bootstrap: { initdb: { database: 'blockfeed', owner: 'blockfeed' } },
+      storage: { size: '20Gi', storageClass: 'fast' },
+      resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } },
+      // database.cloudnativepg.clusterSpec, merged: a setting and the backups' plugin
+      postgresql: { parameters: { max_connections: '200' } },
+      plugins: [{ name: 'barman-cloud.cloudnative-pg.io', isWALArchiver: true, parameters: { barmanObjectName: 'blockfeed-backups' } }],
+    });
+  });
+
+  it("lets clusterSpec override the chart's fields", async () => {
+    const values = { database: { type: 'cloudnativepg', cloudnativepg: { clusterSpec: { instances: 5, storage: { size: '1Ti' } } } } };
+    const spec = find(await renderChart(values), 'Cluster', 'blockfeed-postgresql').spec as { instances: number; storage: object; imageName?: string };
+    expect(spec.instances).toBe(5);
+    expect(spec.storage).toEqual({ size: '1Ti' });
+    // No image named: the operator's default.
+    expect(spec.imageName).toBeUndefined();
+  });
+
+  it("points the api-server at the operator's Secret for the database owner (its uri names the -rw Service)", () => {
+    const api = container(find(objs, 'Deployment', 'blockfeed-api'), 'api-server');
+    expect(env(api).get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'blockfeed-postgresql-app', key: 'uri' });
+  });
+
+  it('scrapes the instances through their metrics port with the ServiceMonitors\' settings', () => {
+    const pm = find(objs, 'PodMonitor', 'blockfeed-postgresql');
+    expect(pm.metadata.labels).toMatchObject({ release: 'prom', 'app.kubernetes.io/component': 'database' });
+    expect(pm.spec).toEqual({
+      selector: { matchLabels: { 'cnpg.io/cluster': 'blockfeed-postgresql' } },
+      namespaceSelector: { matchNames: ['blockfeed'] },
+      podMetricsEndpoints: [{ port: 'metrics', interval: '30s', scrapeTimeout: '10s' }],
+    });
+  });
+
+  it('renders no PodMonitor without the ServiceMonitor switch, nor a Cluster without the api-server', async () => {
+    expect(kindsOf(await renderChart({ database: { type: 'cloudnativepg' } })).filter((n) => n.startsWith('PodMonitor'))).toEqual([]);
+    const controllerOnly = await renderChart({ database: { type: 'cloudnativepg' }, api: { enabled: false }, metrics: { serviceMonitor: { enabled: true } } });
+    expect(kindsOf(controllerOnly).filter((n) => n.includes('postgresql'))).toEqual([]);
+  });
+});
+
 describe('helm template of the controller alone', () => {
   it('renders no api-server and no database when api.enabled is false', async () => {
     const objs = await renderChart({ api: { enabled: false } });
@@ -269,7 +333,10 @@ describe('refusing wrong values', () => {
   it.each([
     ['a string where a number belongs', { api: { replicas: 'two' } }, "at '/api/replicas': got string, want integer"],
     ['a misspelt key', { api: { replica: 2 } }, "at '/api': additional properties 'replica' not allowed"],
-    ['an unknown database type', { database: { type: 'mysql' } }, "at '/database/type': value must be one of 'external', 'bundled'"],
+    ['an unknown database type', { database: { type: 'mysql' } }, "at '/database/type': value must be one of 'bundled', 'external', 'cloudnativepg'"],
+    ['no PostgreSQL instance', { database: { type: 'cloudnativepg', cloudnativepg: { instances: 0 } } }, "at '/database/cloudnativepg/instances': minimum: got 0, want 1"],
+    ['a misspelt CloudNativePG key', { database: { cloudnativepg: { replicas: 3 } } }, "at '/database/cloudnativepg': additional properties 'replicas' not allowed"],
+    ['a negative synchronous replica count', { database: { cloudnativepg: { minSyncReplicas: -1 } } }, "at '/database/cloudnativepg/minSyncReplicas'"],
     ['a malformed trusted proxy', { api: { trustedProxies: ['not a cidr'] } }, "at '/api/trustedProxies/0'"],
     ['an unknown quota word', { api: { tiers: { basic: 'lots' } } }, "at '/api/tiers/basic': value must be one of 'none', 'unlimited'"],
     ['a non-URL database URL', { database: { type: 'external', external: { url: 'mysql://x' } } }, "at '/database/external/url'"],
@@ -280,6 +347,31 @@ describe('refusing wrong values', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/values don't meet the specifications of the schema/);
     expect(r.stderr).toContain(message);
+  });
+
+  it.each([
+    ['more synchronous standbys required than allowed', { minSyncReplicas: 2, maxSyncReplicas: 1 }, 'database.cloudnativepg.minSyncReplicas (2) must not exceed database.cloudnativepg.maxSyncReplicas (1)'],
+    ['as many synchronous standbys as instances', { instances: 2, maxSyncReplicas: 2, minSyncReplicas: 1 }, 'database.cloudnativepg.maxSyncReplicas (2) needs more instances: a primary and at least that many standbys (database.cloudnativepg.instances >= 3)'],
+    ['an image without its major version in the tag', { imageName: 'registry.example/postgres:latest' }, 'database.cloudnativepg.imageName "registry.example/postgres:latest" needs a tag starting with the PostgreSQL major version'],
+    ['an image without a tag', { imageName: 'registry.example:5000/postgres' }, 'database.cloudnativepg.imageName "registry.example:5000/postgres" needs a tag'],
+  ])('refuses %s with CloudNativePG, naming the values', async (_what, cloudnativepg, message) => {
+    const r = await helmWithValues(['template', 'blockfeed', CHART], { database: { type: 'cloudnativepg', cloudnativepg } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it('accepts image tags CloudNativePG reads a major version from', async () => {
+    for (const imageName of ['ghcr.io/cloudnative-pg/postgresql:17.5', 'localhost:5000/pg:16-bookworm', `registry.example/pg:15@sha256:${'a'.repeat(64)}`]) {
+      const spec = find(await renderChart({ database: { type: 'cloudnativepg', cloudnativepg: { imageName } } }), 'Cluster', 'blockfeed-postgresql').spec as { imageName: string };
+      expect(spec.imageName).toBe(imageName);
+    }
+  });
+
+  it('refuses a Cluster name CloudNativePG would refuse (over 50 characters), saying what to shorten', async () => {
+    const r = await helmWithValues(['template', 'a-release-name-long-enough-to-matter-here', CHART], { database: { type: 'cloudnativepg' } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('the CloudNativePG Cluster would be named a-release-name-long-enough-to-matter-here-blockfee-postgresql (61 characters)');
+    expect(r.stderr).toContain('CloudNativePG allows 50: set fullnameOverride or a shorter release name');
   });
 
   it('asks for a database URL when the database is external', async () => {

@@ -20,3 +20,22 @@ export const ALL_ON = {
   controller: { replicas: 2, clusterCidrs: ['10.244.0.0/16', '10.96.0.0/12', 'fd00:10:96::/112'], concurrency: 8, watchNamespace: 'subscriptions', extraArgs: ['--example'] },
   metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } }, prometheusRule: { enabled: true, labels: { release: 'prom' } }, grafanaDashboard: { enabled: true, labels: { release: 'prom' } } },
 };
+
+/** The database as a CloudNativePG Cluster, with the parts the chart passes on set (the operator is not needed to render). */
+export const CLOUDNATIVEPG = {
+  database: {
+    type: 'cloudnativepg',
+    cloudnativepg: {
+      instances: 2,
+      imageName: 'ghcr.io/cloudnative-pg/postgresql:17.5',
+      minSyncReplicas: 1,
+      maxSyncReplicas: 1,
+      storage: { size: '20Gi', storageClass: 'fast' },
+      clusterSpec: {
+        postgresql: { parameters: { max_connections: '200' } },
+        plugins: [{ name: 'barman-cloud.cloudnative-pg.io', isWALArchiver: true, parameters: { barmanObjectName: 'blockfeed-backups' } }],
+      },
+    },
+  },
+  metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } },
+};

@@ -61,6 +61,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- if eq .Values.database.type "bundled" }}
 name: {{ default (include "blockfeed.postgresName" .) .Values.database.bundled.existingSecret }}
 key: database-url
+{{- else if eq .Values.database.type "cloudnativepg" }}
+{{- /* The operator's Secret for the database's owner; its uri names the read-write Service (the primary). */}}
+name: {{ include "blockfeed.postgresName" . }}-app
+key: uri
 {{- else if .Values.database.external.existingSecret }}
 name: {{ .Values.database.external.existingSecret }}
 key: {{ .Values.database.external.existingSecretKey }}
@@ -115,6 +119,27 @@ key: ingest-token
 {{- end }}
 {{- if and .Values.api.autoscaling.enabled (gt (int .Values.api.autoscaling.minReplicas) (int .Values.api.autoscaling.maxReplicas)) }}
 {{- fail "api.autoscaling.minReplicas must not exceed api.autoscaling.maxReplicas" }}
+{{- end }}
+{{- if and (eq .Values.database.type "cloudnativepg") .Values.api.enabled }}
+{{- include "blockfeed.validateCloudNativePG" . }}
+{{- end }}
+{{- end }}
+
+{{/* What CloudNativePG's admission webhook would refuse, said before anything is installed. */}}
+{{- define "blockfeed.validateCloudNativePG" -}}
+{{- $cnpg := .Values.database.cloudnativepg }}
+{{- $name := include "blockfeed.postgresName" . }}
+{{- if gt (len $name) 50 }}
+{{- fail (printf "the CloudNativePG Cluster would be named %s (%d characters); CloudNativePG allows 50: set fullnameOverride or a shorter release name" $name (len $name)) }}
+{{- end }}
+{{- if gt (int $cnpg.minSyncReplicas) (int $cnpg.maxSyncReplicas) }}
+{{- fail (printf "database.cloudnativepg.minSyncReplicas (%d) must not exceed database.cloudnativepg.maxSyncReplicas (%d)" (int $cnpg.minSyncReplicas) (int $cnpg.maxSyncReplicas)) }}
+{{- end }}
+{{- if ge (int $cnpg.maxSyncReplicas) (int $cnpg.instances) }}
+{{- fail (printf "database.cloudnativepg.maxSyncReplicas (%d) needs more instances: a primary and at least that many standbys (database.cloudnativepg.instances >= %d)" (int $cnpg.maxSyncReplicas) (add1 (int $cnpg.maxSyncReplicas))) }}
+{{- end }}
+{{- if and $cnpg.imageName (not (regexMatch ":[0-9][^:/@]*(@sha256:[0-9a-f]{64})?$" $cnpg.imageName)) }}
+{{- fail (printf "database.cloudnativepg.imageName %q needs a tag starting with the PostgreSQL major version (like ghcr.io/cloudnative-pg/postgresql:17.5): CloudNativePG reads the version from it" $cnpg.imageName) }}
 {{- end }}
 {{- end }}
 
