@@ -11,6 +11,7 @@ import { createLogger } from '../../../common/logging.ts';
 import { startEmbedded } from '../../../api-server/db/embedded.ts';
 import { ensureDatabaseExists, withDatabase } from '../../../api-server/db/database.ts';
 import { runCli, startServe, tempDataDir, type ServeProcess } from '../../support/cli.ts';
+import { pushOneEvent, startLoad } from '../../support/load.ts';
 
 const TOKEN = 'database-recovery-ingest-token';
 /** The issue's bound: answers are 200 again within this long after the kill. */
@@ -29,71 +30,19 @@ function stopLeftover(clusterDir: string): void {
   }
 }
 
-interface Answer {
-  at: number;
-  what: string;
-  /** 0: no answer (connection failed, or none within 5 s). */
-  status: number;
-  retryAfter: string | null;
-  contentType: string | null;
-  /** Why the answer or its body failed. */
-  error?: string;
-  /** A 200 whose body was cut off because the store went away mid-list (never a silently short list). */
-  cutOff?: boolean;
-}
-
 /**
- * Requests in a loop until stopped, four at a time: pushes of one new event each (remembered when
- * acknowledged), uncached lists, statistics and readiness. Every answer is recorded; a request that fails
- * outright or takes longer than 5 s is recorded as status 0, a body that fails or hangs as an error.
+ * Four workers: pushes of one new event each (remembered when acknowledged), uncached lists, statistics and
+ * readiness. A request that fails outright or takes longer than 5 s is recorded as status 0, a body that fails
+ * or hangs as an error.
  */
 function load(base: string, key: string) {
-  const answers: Answer[] = [];
-  const acknowledged: string[] = [];
-  let running = true;
-  let n = 0;
-  async function one(kind: number): Promise<void> {
-    const i = n++;
-    const src = `11.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-    const requests: [string, string, RequestInit][] = [
-      ['push', '/internal/v1/events?format=native', {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson' },
-        body: JSON.stringify({ ts: new Date(Date.now() - 1000).toISOString(), src_ip: src, dst_port: 22, source: 'honeypot', sensor: 'hp-load', username: 'root' }),
-      }],
-      ['list', `/api/export?hours=${1 + (i % 24)}&format=json`, { headers: { 'x-api-key': key } }],
-      ['stats', `/api/stats?hours=${1 + (i % 24)}`, { headers: { 'x-api-key': key } }],
-      ['ready', '/readyz', {}],
-    ];
-    const [what, url, init] = requests[kind % requests.length] as [string, string, RequestInit];
-    let res: Response;
-    try {
-      res = await fetch(`${base}${url}`, { ...init, signal: AbortSignal.timeout(5000) });
-    } catch (err) {
-      answers.push({ at: Date.now(), what, status: 0, retryAfter: null, contentType: null, error: String((err as Error).cause ?? err) });
-      return;
-    }
-    const answer: Answer = { at: Date.now(), what, status: res.status, retryAfter: res.headers.get('retry-after'), contentType: res.headers.get('content-type') };
-    answers.push(answer);
-    try {
-      const body = await res.text();
-      if (what === 'push' && res.status === 200 && (JSON.parse(body) as { inserted: number }).inserted === 1) acknowledged.push(src);
-    } catch (err) {
-      answer.error = String((err as Error).cause ?? err);
-      answer.cutOff = (err as Error).name !== 'TimeoutError';
-    }
-  }
-  const workers = [0, 1, 2, 3].map(async (kind) => {
-    while (running) await one(kind);
-  });
-  return {
-    answers,
-    acknowledged,
-    stop: async () => {
-      running = false;
-      await Promise.all(workers);
-    },
-  };
+  const keyed = { headers: { 'x-api-key': key } };
+  return startLoad(base, [
+    (n) => pushOneEvent(n, TOKEN, 'hp-load'),
+    (n) => ({ what: 'list', path: `/api/export?hours=${1 + (n % 24)}&format=json`, init: keyed }),
+    (n) => ({ what: 'stats', path: `/api/stats?hours=${1 + (n % 24)}`, init: keyed }),
+    () => ({ what: 'ready', path: '/readyz' }),
+  ]);
 }
 
 /** Waits (at most RECOVERY_BOUND_MS after `since`) until readiness and a list both answer 200; returns when. */
@@ -147,7 +96,7 @@ async function crashUnderLoad(serve: ServeProcess, key: string, kill: () => void
     try {
       const { rows } = await client.query<{ ip: string }>(`select host(src_ip) as ip from events where sensor = 'hp-load'`);
       const stored = new Set(rows.map((r) => r.ip));
-      expect(traffic.acknowledged.filter((ip) => !stored.has(ip)), 'acknowledged events missing after the crash').toEqual([]);
+      expect(traffic.acknowledged.map((a) => a.event).filter((ip) => !stored.has(ip)), 'acknowledged events missing after the crash').toEqual([]);
     } finally {
       await client.end();
     }
