@@ -6,9 +6,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachClient, execInPod, startCluster, type Client, type Cluster, type RequestResult } from '../support/cluster.ts';
+import { attachClient, execInPod, podReady, podReport, splitImage, startCluster, type Client, type Cluster, type RequestResult } from '../support/cluster.ts';
 import { CHART, helmWithValues } from '../support/helm.ts';
 import { eventually } from '../support/k8s.ts';
 import { NODE } from '../support/node.ts';
@@ -100,7 +100,7 @@ describe('blockfeed on a real cluster', () => {
     for (const component of ['api-server', 'controller', 'database']) {
       const pod = byComponent.get(component);
       expect(pod?.status?.phase, component).toBe('Running');
-      expect(ready(pod), component).toBe(true);
+      expect(podReady(pod), component).toBe(true);
       expect(pod?.spec?.containers[0]?.image).toBe(component === 'database' ? cluster.images.postgresql : cluster.images.blockfeed);
     }
 
@@ -165,7 +165,7 @@ describe('blockfeed on a real cluster', () => {
       },
     });
     const web = await eventually(
-      async () => (await core.listNamespacedPod({ namespace: PROTECTED, labelSelector: 'app=web' })).items.find(ready),
+      async () => (await core.listNamespacedPod({ namespace: PROTECTED, labelSelector: 'app=web' })).items.find(podReady),
       120_000,
       'the web workload Ready',
     );
@@ -279,26 +279,6 @@ describe('blockfeed on a real cluster', () => {
     reportOutcomes('after the subscription was deleted', results);
   });
 });
-
-/** Each pod's phase, its containers' states and the namespace's warning events: why an install did not finish. */
-async function podReport(core: CoreV1Api, namespace: string): Promise<string> {
-  const pods = (await core.listNamespacedPod({ namespace })).items.map((p) => {
-    const containers = (p.status?.containerStatuses ?? []).map((c) => `${c.name} ready=${c.ready} restarts=${c.restartCount} ${JSON.stringify(c.state)}`);
-    return `${p.metadata?.name}: ${p.status?.phase}\n  ${containers.join('\n  ')}`;
-  });
-  const events = (await core.listNamespacedEvent({ namespace })).items.filter((e) => e.type === 'Warning').map((e) => `${e.involvedObject.name}: ${e.reason} ${e.message}`);
-  return [...pods, ...events].join('\n');
-}
-
-function ready(pod: V1Pod | undefined): boolean {
-  return pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-}
-
-/** "registry/name:tag" → [repository, tag]. */
-function splitImage(ref: string): [string, string] {
-  const at = ref.lastIndexOf(':');
-  return [ref.slice(0, at), ref.slice(at + 1)];
-}
 
 /** A directory with an index.html for busybox httpd (the host's filesystem: the namespace sees it). */
 async function makeWebRoot(): Promise<string> {

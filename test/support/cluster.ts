@@ -9,7 +9,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { CoreV1Api, Exec, KubeConfig, type V1Status } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { freePort } from './cli.ts';
 import { startControlPlane, type ControlPlane } from './control-plane.ts';
 import { forward, holdNamespaces, type Forward, type Namespaces } from './namespaces.ts';
@@ -232,3 +232,22 @@ export async function execInPod(kc: KubeConfig, namespace: string, pod: string, 
   return { stdout, stderr };
 }
 
+/** Each pod's phase, its containers' states and the namespace's warning events: why an install did not finish. */
+export async function podReport(core: CoreV1Api, namespace: string): Promise<string> {
+  const pods = (await core.listNamespacedPod({ namespace })).items.map((p) => {
+    const containers = (p.status?.containerStatuses ?? []).map((c) => `${c.name} ready=${c.ready} restarts=${c.restartCount} ${JSON.stringify(c.state)}`);
+    return `${p.metadata?.name}: ${p.status?.phase}\n  ${containers.join('\n  ')}`;
+  });
+  const events = (await core.listNamespacedEvent({ namespace })).items.filter((e) => e.type === 'Warning').map((e) => `${e.involvedObject.name}: ${e.reason} ${e.message}`);
+  return [...pods, ...events].join('\n');
+}
+
+export function podReady(pod: V1Pod | undefined): boolean {
+  return pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** "registry/name:tag" → [repository, tag]. */
+export function splitImage(ref: string): [string, string] {
+  const at = ref.lastIndexOf(':');
+  return [ref.slice(0, at), ref.slice(at + 1)];
+}
