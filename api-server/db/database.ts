@@ -33,6 +33,14 @@ export function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+/**
+ * How long getting a connection may take (a new one, or a free one of a full pool); then the caller's query
+ * fails as the store being unavailable (503). Without a bound, a connection whose packets go nowhere waits for
+ * the kernel to give up, about two minutes: in a failover, a Service can still send a new connection to the
+ * former primary's address after its pod is gone, and the ingest windows, which take turns, all wait behind it.
+ */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 export async function openDatabase({ config, log, applicationName = 'blockfeed', poolSize = 10, embeddedSettings, superviseEmbedded }: OpenOptions): Promise<Database> {
   let embedded: EmbeddedServer | undefined;
   let url = config.databaseUrl;
@@ -41,7 +49,7 @@ export async function openDatabase({ config, log, applicationName = 'blockfeed',
     url = withDatabase(embedded.url, 'blockfeed');
     await ensureDatabaseExists(embedded.url, 'blockfeed');
   }
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // A client losing its connection (the server restarted or died) must not crash the process. An idle one is
   // reported by the pool; one checked out between two queries (an ingest window, a list's snapshot) emits the
   // error on itself, unheard unless listened for here: its holder learns of it from its next query, and the

@@ -1,15 +1,18 @@
 // The store comes back. `blockfeed serve` on the embedded PostgreSQL: kill -9 of the postmaster under load →
 // every answer meanwhile is a 503 with Retry-After (never a hang, never another error), answers are 200
 // again within 10 s, and no event whose push was acknowledged is lost. The same with DATABASE_URL, for a
-// server the test runs (and kills and starts again) itself. The recovery time is printed.
+// server the test runs (and kills and starts again) itself. The recovery time is printed. A connection the
+// server never answers is given up as the store being unavailable, not waited on.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../common/logging.ts';
 import { startEmbedded } from '../../../api-server/db/embedded.ts';
-import { ensureDatabaseExists, withDatabase } from '../../../api-server/db/database.ts';
+import { ensureDatabaseExists, openDatabase, withDatabase } from '../../../api-server/db/database.ts';
+import { isStoreUnavailable } from '../../../api-server/http/problem.ts';
 import { runCli, startServe, tempDataDir, type ServeProcess } from '../../support/cli.ts';
 import { pushOneEvent, startLoad } from '../../support/load.ts';
 
@@ -165,6 +168,26 @@ describe('the store comes back', () => {
       await server.stop();
       stopLeftover(path.join(pgDir, 'pg'));
       expect(code).toBe(0);
+    }
+  });
+
+  it('gives up a connection the server never answers (a failover target gone): the store unavailable, not a hang', async () => {
+    // A listener that takes connections and never says a word: to the pool, a connection whose packets go nowhere.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const db = await openDatabase({ config: { databaseUrl: `postgresql://blockfeed:x@127.0.0.1:${port}/blockfeed`, dataDir: await tempDataDir() }, log: createLogger({ level: 'silent' }) });
+    try {
+      const t0 = Date.now();
+      const err: unknown = await db.pool.query('select 1').then(() => undefined, (e: unknown) => e);
+      console.log(`a connection the server never answered failed after ${Date.now() - t0} ms: ${(err as Error).message}`);
+      expect(sockets.length).toBeGreaterThan(0);
+      expect(isStoreUnavailable(err)).toBe(true);
+    } finally {
+      await db.close();
+      for (const s of sockets) s.destroy();
+      silent.close();
     }
   });
 
