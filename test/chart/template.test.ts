@@ -20,7 +20,7 @@ interface Container {
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   securityContext?: Record<string, unknown>;
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   livenessProbe?: { httpGet?: { path: string; port: string } };
   readinessProbe?: { httpGet?: { path: string; port: string } };
   ports?: { name: string; containerPort: number }[];
@@ -28,7 +28,7 @@ interface Container {
 interface PodSpec {
   securityContext?: Record<string, unknown> & { seccompProfile?: { type: string } };
   containers: Container[];
-  volumes?: { name: string; emptyDir?: object }[];
+  volumes?: { name: string; emptyDir?: object; secret?: object }[];
   serviceAccountName?: string;
 }
 const podTemplate = (o: K8sObject) => (o.spec as { template: { metadata: { labels: Record<string, string> }; spec: PodSpec } }).template;
@@ -299,9 +299,26 @@ describe('helm template with database.type=cloudnativepg', () => {
     expect(spec.imageName).toBeUndefined();
   });
 
-  it("points the api-server at the operator's Secret for the database owner (its uri names the -rw Service)", () => {
-    const api = container(find(objs, 'Deployment', 'blockfeed-api'), 'api-server');
-    expect(env(api).get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'blockfeed-postgresql-app', key: 'uri' });
+  it("points the api-server at the operator's URL for the database owner, over TLS verified against the Cluster's CA", () => {
+    const deployment = find(objs, 'Deployment', 'blockfeed-api');
+    const api = container(deployment, 'api-server');
+    // The uri names the -rw Service (the primary); Kubernetes puts it in DATABASE_URL ($(VAR) of an earlier variable).
+    expect(env(api).get('CLOUDNATIVEPG_APP_URI')?.valueFrom?.secretKeyRef).toEqual({ name: 'blockfeed-postgresql-app', key: 'uri' });
+    const names = (api.env ?? []).map((e) => e.name);
+    expect(names.indexOf('CLOUDNATIVEPG_APP_URI')).toBeLessThan(names.indexOf('DATABASE_URL'));
+    expect(env(api).get('DATABASE_URL')?.value).toBe('$(CLOUDNATIVEPG_APP_URI)?sslmode=verify-full&sslrootcert=/etc/blockfeed/postgresql-ca/ca.crt');
+    expect(api.volumeMounts).toContainEqual({ name: 'postgresql-ca', mountPath: '/etc/blockfeed/postgresql-ca', readOnly: true });
+    // The CA's certificate only, not its key.
+    expect(podTemplate(deployment).spec.volumes?.find((v) => v.name === 'postgresql-ca')).toEqual({
+      name: 'postgresql-ca',
+      secret: { secretName: 'blockfeed-postgresql-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+    });
+  });
+
+  it("reads the server CA from the Secret the Cluster names, when it names one", async () => {
+    const values = { database: { type: 'cloudnativepg', cloudnativepg: { clusterSpec: { certificates: { serverCASecret: 'our-ca', serverTLSSecret: 'our-tls' } } } } };
+    const deployment = find(await renderChart(values), 'Deployment', 'blockfeed-api');
+    expect(podTemplate(deployment).spec.volumes?.find((v) => v.name === 'postgresql-ca')).toMatchObject({ secret: { secretName: 'our-ca' } });
   });
 
   it('scrapes the instances through their metrics port with the ServiceMonitors\' settings', () => {

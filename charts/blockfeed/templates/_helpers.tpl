@@ -74,6 +74,13 @@ key: database-url
 {{- end }}
 {{- end }}
 
+{{/* The CloudNativePG Cluster's server CA: its Secret (the operator's <cluster>-ca unless the Cluster names one)
+     and where the api-server reads it. */}}
+{{- define "blockfeed.postgresCaSecret" -}}
+{{- dig "certificates" "serverCASecret" "" .Values.database.cloudnativepg.clusterSpec | default (printf "%s-ca" (include "blockfeed.postgresName" .)) }}
+{{- end }}
+{{- define "blockfeed.postgresCaDir" -}}/etc/blockfeed/postgresql-ca{{- end }}
+
 {{- define "blockfeed.ingestTokenSecretRef" -}}
 {{- if .Values.api.ingest.existingSecret }}
 name: {{ .Values.api.ingest.existingSecret }}
