@@ -1,11 +1,13 @@
 // The chart's production database on a real node: CloudNativePG's operator (built from its Go module,
 // installed from its published manifest), the chart with database.type=cloudnativepg — a Cluster of two
-// instances in synchronous replication, the api-server and the controller on it — and the primary's pod
+// instances in synchronous replication, the api-server (over TLS) and the controller on it — and the primary's pod
 // deleted while sensors push events, subscribers pull lists and anonymous clients read statistics. Printed: the
 // failover's timeline, the time until writes succeed again, the events acknowledged before, during and after,
 // the lists served meanwhile and every status seen. Asserted: every acknowledged event is in the database
 // afterwards (on the new primary and on the instance that rejoined), every 503 says when to retry, and the
 // api-server pods were neither restarted nor replaced.
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/cli.ts';
@@ -104,6 +106,16 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     report(`replication from ${primary}: ${replication}`);
     expect(replication).toMatch(/\|streaming\|quorum$/);
 
+    // The api-server's sessions use TLS (verified against the Cluster's CA: a failed check would leave none).
+    const sessions = await eventually(async () => {
+      const [tls = '0', plain = '0', version = ''] = (
+        await psql(primary, `select count(*) filter (where s.ssl), count(*) filter (where not s.ssl), max(s.version) from pg_stat_activity a join pg_stat_ssl s using (pid) where a.usename = 'blockfeed'`, 'postgres')
+      ).split('|');
+      return Number(tls) > 0 ? { tls: Number(tls), plain: Number(plain), version } : undefined;
+    }, 60_000, "the api-server's sessions on the primary");
+    report(`the api-server's sessions on the primary: ${sessions.tls} over TLS (${sessions.version}), ${sessions.plain} without`);
+    expect(sessions.plain).toBe(0);
+
     for (const component of ['api-server', 'controller']) {
       const pods = (await core.listNamespacedPod({ namespace: SYSTEM, labelSelector: `app.kubernetes.io/component=${component}` })).items;
       expect(pods.length, component).toBeGreaterThan(0);
@@ -133,7 +145,8 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
         (n) => ({ what: 'list (pro key, metered)', path: `/api/export?hours=${1 + (n % 24)}&format=json`, init: { headers: { 'x-api-key': proKey } } }),
         (n) => ({ what: 'stats (anonymous, metered)', path: `/api/stats?hours=${1 + (n % 24)}` }),
       ],
-      { newConnections: true },
+      // Longer than the api-server takes to give up a connection (5 s): every request is answered.
+      { newConnections: true, timeoutMs: 10_000 },
     );
     await new Promise((r) => setTimeout(r, STEADY_MS));
     expect(load.acknowledged.length, 'pushes acknowledged before the deletion').toBeGreaterThan(0);
@@ -196,6 +209,10 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     }
     const listsDuring = load.answers.filter((a) => a.what.startsWith('list') && phase(a.at) === 'outage' && a.status === 200 && !a.error);
     report(`lists served (200) during the outage: ${listsDuring.length}`);
+    report('why requests failed after the deletion:');
+    for (const [reason, count] of countBy(load.answers.filter((a) => a.at > deletedAt && a.status !== 200), (a) => `${a.what}: ${a.status || 'no answer'} ${a.detail ?? a.error ?? ''}`)) report(`  ${count}× ${reason}`);
+    report("the api-server's warnings and errors after the deletion:");
+    for (const [message, count] of await apiServerComplaints(cluster.podLogsDir, deletedAt)) report(`  ${count}× ${message}`);
 
     // Every acknowledged event is in the database: on the new primary, and on the former primary once it has
     // rejoined as a standby.
@@ -210,6 +227,8 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     }, 120_000, `the former primary ${primary} caught up as a standby`);
     report(`events on ${primary}, now a standby: ${onStandby} (the new primary has ${stored.size})`);
 
+    // Every request is answered (200, or 503 saying when to retry): none waits on a connection that goes nowhere.
+    expect(load.answers.filter((a) => a.error?.startsWith('TimeoutError')).map((a) => `${a.what} at ${since(a.at)}`), 'requests without an answer within 10 s').toEqual([]);
     // A 503 always says when to retry.
     const unavailable = load.answers.filter((a) => a.status === 503);
     for (const a of unavailable) expect(a.retryAfter, `${a.what} 503 at ${a.at - deletedAt} ms`).toMatch(/^\d+$/);
@@ -226,7 +245,38 @@ function describeStatuses(answers: Answer[]): string {
     const label = a.status === 0 ? `no answer (${a.error ?? 'failed'})` : a.status === 503 ? `503 (Retry-After ${a.retryAfter ?? 'missing'})` : a.error ? `${a.status}, body cut off` : String(a.status);
     counts.set(label, (counts.get(label) ?? 0) + 1);
   }
-  return [...counts].map(([label, count]) => `${count}× ${label}`).join(', ');
+  const ms = answers.map((a) => a.ms).sort((a, b) => a - b);
+  return `${[...counts].map(([label, count]) => `${count}× ${label}`).join(', ')}; median ${ms[Math.floor(ms.length / 2)]} ms, slowest ${ms.at(-1)} ms`;
+}
+
+function countBy<T>(items: T[], key: (item: T) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(key(item), (counts.get(key(item)) ?? 0) + 1);
+  return new Map([...counts].sort((a, b) => b[1] - a[1]));
+}
+
+/** The api-server pods' log entries of level warn and above since `since`, counted by message and error. */
+async function apiServerComplaints(podLogsDir: string, since: number): Promise<Map<string, number>> {
+  const entries: string[] = [];
+  for (const pod of (await readdir(podLogsDir)).filter((d) => d.startsWith(`${SYSTEM}_${RELEASE}-api-`))) {
+    const dir = path.join(podLogsDir, pod, 'api-server');
+    for (const file of await readdir(dir)) {
+      for (const line of (await readFile(path.join(dir, file), 'utf8')).split('\n')) {
+        // CRI log lines: <time> <stream> <P|F> <the program's line>
+        const [time = '', , , ...rest] = line.split(' ');
+        if (Date.parse(time) < since) continue;
+        let entry: { level?: string; msg?: string; err?: { message?: string; code?: string } };
+        try {
+          entry = JSON.parse(rest.join(' ')) as typeof entry;
+        } catch {
+          continue;
+        }
+        if (!['warn', 'error', 'fatal'].includes(entry.level ?? '')) continue;
+        entries.push(`${entry.level} ${entry.msg ?? ''}${entry.err ? ` (${[entry.err.code, entry.err.message].filter(Boolean).join(' ')})` : ''}`.slice(0, 200));
+      }
+    }
+  }
+  return countBy(entries, (e) => e);
 }
 
 function restarts(pod: V1Pod): number {

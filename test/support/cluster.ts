@@ -25,6 +25,8 @@ export interface Cluster {
   readonly node: Namespaces;
   /** Where the node's programs write their logs (<name>.log). */
   readonly logsDir: string;
+  /** Where kubelet keeps the containers' logs (<namespace>_<pod>_<uid>/<container>/<n>.log, CRI format). */
+  readonly podLogsDir: string;
   /** Every image's name (images.env); the node has imported those asked for (ClusterOptions.images). */
   readonly images: Record<ImageName, string>;
   readonly startMs: number;
@@ -127,7 +129,7 @@ export async function startCluster({ log = () => undefined, images: wanted = IMA
     await createVolumes(kc, dir, volumes);
     const startMs = Date.now() - started;
     log(`cluster ready after ${startMs} ms`);
-    return { dir, kubeconfigPath: plane.kubeconfigPath, kc, node, logsDir: path.join(dir, 'node', 'logs'), images: images.names, startMs, stop };
+    return { dir, kubeconfigPath: plane.kubeconfigPath, kc, node, logsDir: path.join(dir, 'node', 'logs'), podLogsDir: path.join(dir, 'node', 'pod-logs'), images: images.names, startMs, stop };
   } catch (err) {
     await stop();
     throw err;

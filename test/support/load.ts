@@ -4,6 +4,8 @@
 
 export interface Answer {
   at: number;
+  /** How long the answer took (its head), or the failure. */
+  ms: number;
   what: string;
   /** 0: no answer (connection failed, or none within the time-out). */
   status: number;
@@ -13,6 +15,8 @@ export interface Answer {
   error?: string;
   /** A 200 whose body was cut off because the store went away mid-list (never a silently short list). */
   cutOff?: boolean;
+  /** A refusal's reason: problem+json's `detail` (or /readyz's `reason`). */
+  detail?: string;
 }
 
 export interface LoadRequest {
@@ -58,18 +62,23 @@ export function startLoad(base: string, requests: ((n: number) => LoadRequest)[]
     const { what, path, init = {}, event } = make(n++);
     const headers = new Headers(init.headers);
     if (newConnections) headers.set('connection', 'close');
+    const sent = Date.now();
     let res: Response;
     try {
       res = await fetch(`${base}${path}`, { ...init, headers, signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
-      answers.push({ at: Date.now(), what, status: 0, retryAfter: null, contentType: null, error: String((err as Error).cause ?? err) });
+      answers.push({ at: Date.now(), ms: Date.now() - sent, what, status: 0, retryAfter: null, contentType: null, error: String((err as Error).cause ?? err) });
       return;
     }
-    const answer: Answer = { at: Date.now(), what, status: res.status, retryAfter: res.headers.get('retry-after'), contentType: res.headers.get('content-type') };
+    const answer: Answer = { at: Date.now(), ms: Date.now() - sent, what, status: res.status, retryAfter: res.headers.get('retry-after'), contentType: res.headers.get('content-type') };
     answers.push(answer);
     try {
       const body = await res.text();
       if (event !== undefined && res.status === 200 && (JSON.parse(body) as { inserted: number }).inserted === 1) acknowledged.push({ event, at: Date.now() });
+      if (res.status >= 400) {
+        const problem = JSON.parse(body) as { detail?: string; reason?: string };
+        answer.detail = problem.detail ?? problem.reason;
+      }
     } catch (err) {
       answer.error = String((err as Error).cause ?? err);
       answer.cutOff = (err as Error).name !== 'TimeoutError';
