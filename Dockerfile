@@ -22,6 +22,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY bin ./bin
 COPY common ./common
+COPY api ./api
 COPY api-server ./api-server
 COPY controller ./controller
 COPY data ./data

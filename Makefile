@@ -80,8 +80,8 @@ bench-web: deps bench-deps ## Lighthouse performance and accessibility of the ho
 clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 	rm -rf node_modules .cache
 
-crds: ## regenerate crds/ from controller/api/v1alpha1.ts (and the chart's copy)
-	node controller/api/generate-crd.ts
+crds: ## regenerate crds/ from api/v1alpha1/ (and the chart's copy)
+	node hack/generate-crd.ts
 	node scripts/generate-chart-files.ts
 
 bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: the 1M-address apply path per kind of target vs its floor, aggregation vs sort, 200 subscriptions

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../common/logging.ts';
-import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../controller/api/v1alpha1.ts';
+import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 import { CidrCollector } from '../controller/cidr.ts';
 import { SubscriptionController } from '../controller/controller.ts';
 import { METADATA_ONLY, apiRequest, apiVersionOf, collectionPath, makeApis, sendJson, subscriptionKey, type Apis, type ResourceType } from '../controller/k8s.ts';

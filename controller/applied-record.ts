@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import type { BlocklistSubscription } from './api/v1alpha1.ts';
+import type { BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 import { apiRequest, collectionPath, objectName, ownedSelector, type Apis } from './k8s.ts';
 import { CONFIG_MAP } from './targets/configmap.ts';
 import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './targets/objects.ts';

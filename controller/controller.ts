@@ -5,7 +5,7 @@
 // process starts. Status writes by the controller itself trigger nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
-import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from './api/v1alpha1.ts';
+import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 import { SYNC_NOW_ANNOTATION, type Apis, type ResourceType } from './k8s.ts';
 import { DriftWatch } from './drift.ts';
 import type { ControllerMetrics } from './metrics.ts';

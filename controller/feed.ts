@@ -3,7 +3,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { listUrl } from '../common/list-filters.ts';
-import type { BlocklistSubscriptionSpec } from './api/v1alpha1.ts';
+import type { BlocklistSubscriptionSpec } from '../api/v1alpha1/blocklist-subscription.ts';
 
 type FeedFailure = 'HttpError' | 'Timeout' | 'TooLarge' | 'Unreachable' | 'NotAList';
 

@@ -15,7 +15,7 @@ import {
   type BlocklistSubscriptionStatus,
   type Condition,
   type TargetStatus,
-} from './api/v1alpha1.ts';
+} from '../api/v1alpha1/blocklist-subscription.ts';
 import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { listUrl } from '../common/list-filters.ts';

@@ -2,7 +2,7 @@
 // morning (UTC) at a minute fixed per subscription, so many subscriptions do not pull the feed at once.
 import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
-import { MIN_INTERVAL_SECONDS, type BlocklistSubscription } from './api/v1alpha1.ts';
+import { MIN_INTERVAL_SECONDS, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 
 /** Go-style duration (6h, 90m, 1h30m, 45s) in seconds, or undefined. */
 export function parseDuration(text: string): number | undefined {

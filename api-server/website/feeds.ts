@@ -3,11 +3,11 @@
 // one table of list filters (common/list-filters.ts): the form's values are validated by the API's own query
 // schemas, the YAML holds the filters as the CRD does, and the URL is built from that YAML's feed as the
 // controller builds it (listUrl), so the three can never disagree with each other or with the API. The
-// manifests are the CRD's own types (controller/api/): the published contract, not the controller's code.
+// manifests are the CRD's own types (api/v1alpha1/): the published contract, not the controller's code.
 import { stringify } from 'yaml';
 import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, listUrl, type FilterName, type FilterSetting, type ListEndpoint } from '../../common/list-filters.ts';
-import type { BlocklistSubscriptionSpec } from '../../controller/api/v1alpha1.ts';
-import { API_VERSION, KIND } from '../../controller/api/v1alpha1.ts';
+import type { BlocklistSubscriptionSpec } from '../../api/v1alpha1/blocklist-subscription.ts';
+import { API_VERSION, KIND } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { DedupParams, ExportParams, ScanExportParams } from '../http/endpoint-params.ts';
 import { parseQuery, type ParamProblem } from '../http/validate-query.ts';
 

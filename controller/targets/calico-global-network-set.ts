@@ -7,7 +7,7 @@
 // DNAT, and a pre-DNAT policy has no end-of-tier drop, so all other traffic goes on to the policies that follow.
 // (A normal policy selecting pods would put every selected pod into default deny.) In a cluster without host
 // endpoints the policy applies to nothing: the target then says so (TargetNotFound) and waits for them.
-import type { CalicoGlobalNetworkSetTarget } from '../api/v1alpha1.ts';
+import type { CalicoGlobalNetworkSetTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { isNotFound, listMeta, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../k8s.ts';
 import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
 import type { Shard } from './shards.ts';

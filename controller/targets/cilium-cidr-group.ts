@@ -6,7 +6,7 @@
 // the policy's status; a policy it finds invalid makes the target Degraded (TargetNotEnforced). Agents that
 // ignore enableDefaultDeny would turn the policy into default deny for every endpoint it selects: then it is
 // not written (TargetUnsafe), and the groups alone are.
-import type { CiliumCIDRGroupTarget } from '../api/v1alpha1.ts';
+import type { CiliumCIDRGroupTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { SUBSCRIPTION_LABEL, apiRequest, objectName, subscriptionKey, type ResourceType } from '../k8s.ts';
 import { TARGET_LABEL, applyCut, conditionText, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal, type StatusCondition } from './objects.ts';
 import type { Shard } from './shards.ts';

@@ -2,7 +2,7 @@
 // subscription's namespace, cut into shards below the 1 MiB object limit: <name> holds the first, the others
 // are <name>-<key> (targets/shards.ts names them, so that a small change to the list rewrites one or two). Each
 // shard is self-contained: its files depend on its own CIDRs only.
-import type { ConfigMapTarget } from '../api/v1alpha1.ts';
+import type { ConfigMapTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { FORMAT_KEYS, planShards, render } from '../firewall-files.ts';
 import { ownedSelector, type ResourceType } from '../k8s.ts';
 import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './objects.ts';

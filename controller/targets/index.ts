@@ -1,7 +1,7 @@
 // Every kind of target, in one list: reconcile dispatches through it, clean-up walks it, the drift watch learns
 // from it which objects are the controller's, rbac.ts takes each kind's API calls from it, and metrics name
-// each kind by it. A new enforcement point is one module here plus its schema in api/v1alpha1.ts.
-import { TARGET_FIELDS, type BlocklistSubscriptionSpec } from '../api/v1alpha1.ts';
+// each kind by it. A new enforcement point is one module here plus its schema in api/v1alpha1/.
+import { TARGET_FIELDS, type BlocklistSubscriptionSpec } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { calicoGlobalNetworkSetTarget } from './calico-global-network-set.ts';
 import { ciliumCIDRGroupTarget } from './cilium-cidr-group.ts';
 import { configMapTarget } from './configmap.ts';
@@ -24,7 +24,7 @@ export const TARGET_KINDS: readonly AnyTargetKind[] = [
 ];
 
 // The schema and this list name the same kinds (a unit test says so too).
-if (TARGET_KINDS.map((k) => k.field).join() !== TARGET_FIELDS.join()) throw new Error('targets/index.ts and api/v1alpha1.ts list different targets');
+if (TARGET_KINDS.map((k) => k.field).join() !== TARGET_FIELDS.join()) throw new Error('targets/index.ts and api/v1alpha1/ list different targets');
 
 /**
  * The name a CustomResourceDefinition would have (`<plural>.<group>`) for every API the targets call: the

@@ -3,7 +3,7 @@
 // controller ConfigMap. What this subscription added is remembered in an annotation on the same object, so a
 // later sync or the clean-up removes only its own entries.
 import type { V1ConfigMap, V1Ingress } from '@kubernetes/client-node';
-import type { BlocklistSubscription, IngressNginxTarget } from '../api/v1alpha1.ts';
+import type { BlocklistSubscription, IngressNginxTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { labelSelectorString, readOptional, subscriptionKey } from '../k8s.ts';
 import type { CleanupContext, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 

@@ -4,7 +4,7 @@
 // In ambient mode istiod reports in each policy's status whether ztunnel or the waypoint enforces it as written;
 // one that either refuses, or enforces without what it cannot (remoteIpBlocks at ztunnel), makes the target
 // Degraded (TargetNotEnforced) for as long as the status says so.
-import type { IstioAuthorizationPolicyTarget } from '../api/v1alpha1.ts';
+import type { IstioAuthorizationPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { objectName, type ResourceType } from '../k8s.ts';
 import {
   aboutGeneration,

@@ -2,7 +2,7 @@
 // namespace that allows everything except the list, plus in-cluster peers. The except list is never spread over
 // several policies or ipBlocks: their union would allow everything again. A list that does not fit one object
 // is reported, and the previous policy stays in force.
-import type { NetworkPolicyTarget } from '../api/v1alpha1.ts';
+import type { NetworkPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
 import { oneObjectProblem } from './shards.ts';
 import { lookup, ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';

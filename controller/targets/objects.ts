@@ -6,7 +6,7 @@
 // process left at that very version (the ledger) is not read at all; one whose hash matches at another
 // version (a restart, or someone edited it) is read and compared for real; everything else is written.
 import type { V1OwnerReference } from '@kubernetes/client-node';
-import type { BlocklistSubscription } from '../api/v1alpha1.ts';
+import type { BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
 import {
   CONTENT_HASH_ANNOTATION,
   MANAGED_SELECTOR,

@@ -1,7 +1,7 @@
 // What every target receives and reports, and what a kind of target is (targets/index.ts lists them all).
 import type { V1PolicyRule } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logging.ts';
-import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../api/v1alpha1.ts';
+import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../../api/v1alpha1/blocklist-subscription.ts';
 import type { Apis, ObjectMeta, ResourceType } from '../k8s.ts';
 
 /** The aggregated list as applied: CIDR strings, IPv4 then IPv6, each ascending. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../controller/api/v1alpha1.ts';
+import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { mergePatch } from '../../controller/k8s.ts';
 import { BLOCKFEED, cliEnv, freePort, runCli } from '../support/cli.ts';
 import { startControlPlane, type ControlPlane } from '../support/control-plane.ts';

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { GROUP, PLURAL, VERSION } from '../../../controller/api/v1alpha1.ts';
+import { GROUP, PLURAL, VERSION } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { freshNamespace, kubeConfig } from '../../support/k8s.ts';
 
 const dir = new URL('../../../examples/subscriptions/', import.meta.url);

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CoreV1Api, CustomObjectsApi, NetworkingV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../../../common/logging.ts';
-import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../controller/api/v1alpha1.ts';
+import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { SubscriptionController } from '../../../controller/controller.ts';
 import { apiRequest, isConflict, makeApis, mergePatch, subscriptionKey, type Apis } from '../../../controller/k8s.ts';
 import { createControllerMetrics, type ControllerMetrics } from '../../../controller/metrics.ts';

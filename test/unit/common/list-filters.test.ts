@@ -3,7 +3,7 @@
 // endpoint becomes a URL the api-server accepts, and every filter the api-server takes can be asked for.
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { crdYaml } from '../../../controller/api/generate-crd.ts';
+import { crdYaml } from '../../../hack/generate-crd.ts';
 import { DedupParams, ExportParams, ScanExportParams } from '../../../api-server/http/endpoint-params.ts';
 import { parseQuery } from '../../../api-server/http/validate-query.ts';
 import { LIST_ENDPOINTS, listUrl, type ListEndpoint } from '../../../common/list-filters.ts';

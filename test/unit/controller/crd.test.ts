@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CRD_PATH, crdYaml } from '../../../controller/api/generate-crd.ts';
+import { CRD_PATH, crdYaml } from '../../../hack/generate-crd.ts';
 import { LIST_ENDPOINTS, filtersOf } from '../../../common/list-filters.ts';
 import { LEVELS, SERVICES } from '../../../common/vocabulary.ts';
 
@@ -28,7 +28,7 @@ function walk(schema: Schema, path: string, visit: (s: Schema, path: string) => 
 }
 
 describe('BlocklistSubscription CRD', () => {
-  it('is checked in exactly as generated (run `make crds` after changing controller/api/v1alpha1.ts)', () => {
+  it('is checked in exactly as generated (run `make crds` after changing api/v1alpha1/)', () => {
     expect(readFileSync(CRD_PATH, 'utf8')).toBe(crdYaml());
   });
 

@@ -1,7 +1,7 @@
 // The status-write rule of an unchanged sync (issue 21, item 8): written when anything but the sync times
 // changed, when someone asked for the sync, or when the recorded times are an hour old; otherwise not.
 import { describe, expect, it } from 'vitest';
-import type { BlocklistSubscriptionStatus } from '../../../controller/api/v1alpha1.ts';
+import type { BlocklistSubscriptionStatus } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { STATUS_REFRESH_MS, statusWriteNeeded } from '../../../controller/reconcile.ts';
 
 const at = (ms: number) => new Date(Date.UTC(2026, 10, 1) + ms).toISOString();

@@ -1,7 +1,7 @@
 // The registry of target kinds is the one source for dispatch, clean-up, drift watches and RBAC: every kind of
 // object a target writes is granted exactly what writing, finding and watching it takes.
 import { describe, expect, it } from 'vitest';
-import { TARGET_FIELDS } from '../../../controller/api/v1alpha1.ts';
+import { TARGET_FIELDS } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { CONTROLLER_CLUSTER_RULES, mergeRules } from '../../../controller/rbac.ts';
 import { TARGET_APIS, TARGET_KINDS } from '../../../controller/targets/index.ts';
 

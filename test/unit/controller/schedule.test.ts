@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultSchedule, nextSyncTime, parseDuration } from '../../../controller/schedule.ts';
-import type { BlocklistSubscription } from '../../../controller/api/v1alpha1.ts';
+import type { BlocklistSubscription } from '../../../api/v1alpha1/blocklist-subscription.ts';
 
 const sub = (spec: Partial<BlocklistSubscription['spec']>, uid = 'u1') =>
   ({ metadata: { name: 'a', namespace: 'n', uid }, spec: spec as BlocklistSubscription['spec'] }) as BlocklistSubscription;

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
 import { parseAllDocuments } from 'yaml';
 import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, listUrl } from '../../../common/list-filters.ts';
-import { BlocklistSubscriptionSpec } from '../../../controller/api/v1alpha1.ts';
+import { BlocklistSubscriptionSpec } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { feedChoice, feedSnippets, MANIFEST } from '../../../api-server/website/feeds.ts';
 
 const BASE = 'https://blocklists.example.org';

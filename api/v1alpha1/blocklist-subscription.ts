@@ -1,5 +1,6 @@
 // BlocklistSubscription v1alpha1: the one source of truth for the CRD's OpenAPI schema (crds/ is generated from
-// it by generate-crd.ts) and for the controller's TypeScript types. The feed's filters come from the table of
+// it by hack/generate-crd.ts) and for the TypeScript types of the controller and of the manifests the member
+// centre writes: the contract both programs import, and neither imports the other's code. The feed's filters come from the table of
 // list filters the api-server validates with, so the CRD accepts exactly what the api-server accepts.
 import Type, { type Static, type TSchema } from 'typebox';
 import { FILTER_NAMES, LIST_ENDPOINTS, LIST_FILTERS, MAX_HOURS, filtersOf, type FilterName, type FilterSetting, type FilterSpec } from '../../common/list-filters.ts';
