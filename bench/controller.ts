@@ -22,7 +22,7 @@ import { createLogger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 import { CidrCollector } from '../controller/cidr.ts';
 import { SubscriptionController } from '../controller/controller.ts';
-import { METADATA_ONLY, apiRequest, apiVersionOf, collectionPath, makeApis, sendJson, subscriptionKey, type Apis, type ResourceType } from '../controller/k8s.ts';
+import { METADATA_ONLY, apiRequest, apiVersionOf, collectionPath, makeApis, sendJson, subscriptionKey, type Apis, type ResourceType } from '../controller/runtime/k8s.ts';
 import { createControllerMetrics, type ControllerMetrics } from '../controller/metrics.ts';
 import { CONFIG_MAP } from '../controller/targets/configmap.ts';
 import { kindByField } from '../controller/targets/index.ts';

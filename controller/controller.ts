@@ -6,10 +6,10 @@
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
-import { SYNC_NOW_ANNOTATION, type Apis, type ResourceType } from './k8s.ts';
-import { DriftWatch } from './drift.ts';
+import { SYNC_NOW_ANNOTATION, type Apis, type ResourceType } from './runtime/k8s.ts';
+import { DriftWatch } from './runtime/drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue } from './runtime/queue.ts';
 import { ensureFinalizer, finalize, repairSubscription, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
 import { TARGET_APIS, TARGET_KINDS } from './targets/index.ts';
 

@@ -8,7 +8,7 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
 import { TARGET_KINDS } from './targets/index.ts';
 
-/** What the subscription loop itself calls (controller.ts, reconcile.ts, applied-record.ts, drift.ts). */
+/** What the subscription loop itself calls (controller.ts, reconcile.ts, runtime/applied-record.ts, runtime/drift.ts). */
 const LOOP_RULES: readonly V1PolicyRule[] = [
   // the informer on subscriptions (list + watch), and the finalizer added and removed by merge patch
   { apiGroups: ['blockfeed.dev'], resources: ['blocklistsubscriptions'], verbs: ['get', 'list', 'watch', 'patch'] },
@@ -20,7 +20,7 @@ const LOOP_RULES: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
   // the feed credential a subscription references (spec.feed.credentials.secretRef): read by name only
   { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
-  // an enforcement point being installed, so that a target waiting for it applies at once (drift.ts
+  // an enforcement point being installed, so that a target waiting for it applies at once (runtime/drift.ts
   // watchInstalls(): metadata only)
   { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['list', 'watch'] },
 ];

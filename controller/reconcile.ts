@@ -1,7 +1,7 @@
 // One subscription, two ways:
 //   - a sync: pull, sanitise, judge, apply to every target, report (status, Event, metrics);
 //   - a repair: the last applied list applied again, without pulling (drift, or a restarted process checking
-//     every target against the list it recorded, applied-record.ts).
+//     every target against the list it recorded, runtime/applied-record.ts).
 // Whatever fails, what was applied before stays in force (fail-static) and the status says why.
 import { createHash } from 'node:crypto';
 import type { Logger } from '../common/logging.ts';
@@ -16,11 +16,11 @@ import {
   type Condition,
   type TargetStatus,
 } from '../api/v1alpha1/blocklist-subscription.ts';
-import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './applied-record.ts';
+import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './runtime/applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { listUrl } from '../common/list-filters.ts';
 import { FeedError, pullFeed } from './feed.ts';
-import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, objectPath, sameJson, type Apis, type ResourceType } from './k8s.ts';
+import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, objectPath, sameJson, type Apis, type ResourceType } from './runtime/k8s.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
@@ -29,7 +29,7 @@ import { CONFIG_MAP } from './targets/configmap.ts';
 import { ObjectTaken, ResourceNotServed, prefetchLists, type Prefetched } from './targets/objects.ts';
 import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
-export type { AppliedState } from './applied-record.ts';
+export type { AppliedState } from './runtime/applied-record.ts';
 
 export interface ReconcileDeps {
   apis: Apis;
@@ -171,7 +171,7 @@ async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Pu
 }
 
 /**
- * Applies a state to every target of the spec, and records it (applied-record.ts); targets are independent
+ * Applies a state to every target of the spec, and records it (runtime/applied-record.ts); targets are independent
  * objects, applied side by side, and the first failure is thrown. A target whose enforcement point is not
  * installed, or whose object name is taken, is Degraded, not failed: retrying would change nothing.
  */

@@ -9,8 +9,8 @@ import type { Logger } from '../common/logging.ts';
 import { UserError } from '../common/errors.ts';
 import { parseCidrStrict } from './cidr.ts';
 import { SubscriptionController } from './controller.ts';
-import { closeConnections, makeApis } from './k8s.ts';
-import { LeaderElector } from './leader.ts';
+import { closeConnections, makeApis } from './runtime/k8s.ts';
+import { LeaderElector } from './runtime/leader.ts';
 import { createControllerMetrics } from './metrics.ts';
 
 interface ControllerRunOptions {

@@ -4,7 +4,7 @@
 // shard is self-contained: its files depend on its own CIDRs only.
 import type { ConfigMapTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { FORMAT_KEYS, planShards, render } from '../firewall-files.ts';
-import { ownedSelector, type ResourceType } from '../k8s.ts';
+import { ownedSelector, type ResourceType } from '../runtime/k8s.ts';
 import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './objects.ts';
 import { ROOT_KEY } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
@@ -59,6 +59,6 @@ export const configMapTarget: TargetKind<'configMap'> = {
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
   ],
   apply,
-  // Only the target's own shards: the record of the applied list (applied-record.ts) is a ConfigMap too.
+  // Only the target's own shards: the record of the applied list (runtime/applied-record.ts) is a ConfigMap too.
   cleanup: (ctx) => deleteOwned(ctx, [CONFIG_MAP], { selector: `${ownedSelector(ctx.sub)},${NAME_LABEL}`, namespace: ctx.sub.metadata.namespace }),
 };

@@ -8,7 +8,7 @@
 // reported too: someone else's SecurityPolicy on a target ours also attaches to, refused as Conflicted (ours
 // took its place: their authentication or authorization is off), makes the target Degraded (TargetContested).
 import type { EnvoySecurityPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { objectName, type ResourceType } from '../k8s.ts';
+import { objectName, type ResourceType } from '../runtime/k8s.ts';
 import {
   UNMANAGED_SELECTOR,
   aboutGeneration,

@@ -4,7 +4,7 @@
 // later sync or the clean-up removes only its own entries.
 import type { V1ConfigMap, V1Ingress } from '@kubernetes/client-node';
 import type { BlocklistSubscription, IngressNginxTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { labelSelectorString, readOptional, subscriptionKey } from '../k8s.ts';
+import { labelSelectorString, readOptional, subscriptionKey } from '../runtime/k8s.ts';
 import type { CleanupContext, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 export const DENYLIST_ANNOTATION = 'nginx.ingress.kubernetes.io/denylist-source-range';

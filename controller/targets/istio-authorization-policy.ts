@@ -5,7 +5,7 @@
 // one that either refuses, or enforces without what it cannot (remoteIpBlocks at ztunnel), makes the target
 // Degraded (TargetNotEnforced) for as long as the status says so.
 import type { IstioAuthorizationPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { objectName, type ResourceType } from '../k8s.ts';
+import { objectName, type ResourceType } from '../runtime/k8s.ts';
 import {
   aboutGeneration,
   applyCut,

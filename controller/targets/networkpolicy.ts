@@ -3,7 +3,7 @@
 // several policies or ipBlocks: their union would allow everything again. A list that does not fit one object
 // is reported, and the previous policy stays in force.
 import type { NetworkPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../k8s.ts';
+import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../runtime/k8s.ts';
 import { oneObjectProblem } from './shards.ts';
 import { lookup, ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';
 import type { AppliedList, Listing, TargetContext, TargetKind, TargetOutcome } from './types.ts';

@@ -30,8 +30,8 @@ import {
   sendJson,
   type ObjectMeta,
   type ResourceType,
-} from '../k8s.ts';
-import { ledgerKey } from '../ledger.ts';
+} from '../runtime/k8s.ts';
+import { ledgerKey } from '../runtime/ledger.ts';
 import { shardList, type Shard } from './shards.ts';
 import type { CleanupContext, Listing, TargetContext, TargetOutcome, TargetProblem } from './types.ts';
 

@@ -2,7 +2,7 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logging.ts';
 import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../../api/v1alpha1/blocklist-subscription.ts';
-import type { Apis, ObjectMeta, ResourceType } from '../k8s.ts';
+import type { Apis, ObjectMeta, ResourceType } from '../runtime/k8s.ts';
 
 /** The aggregated list as applied: CIDR strings, IPv4 then IPv6, each ascending. */
 export interface AppliedList {
@@ -64,7 +64,7 @@ export interface TargetKind<F extends TargetField = TargetField> {
   /** the kind label of its metrics */
   metricKind: string;
   /**
-   * The kinds of object it writes, each labelled as the subscription's: watched for drift (drift.ts) and
+   * The kinds of object it writes, each labelled as the subscription's: watched for drift (runtime/drift.ts) and
    * removed by clean-up. Empty for a target that edits objects it does not own (ingress-nginx).
    */
   resources: readonly ResourceType[];

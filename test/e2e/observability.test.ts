@@ -11,7 +11,7 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from '@kuber
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { mergePatch } from '../../controller/k8s.ts';
+import { mergePatch } from '../../controller/runtime/k8s.ts';
 import { BLOCKFEED, cliEnv, freePort, runCli } from '../support/cli.ts';
 import { startControlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { CHART, REPO, renderChart } from '../support/helm.ts';

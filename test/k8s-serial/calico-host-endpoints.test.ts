@@ -6,7 +6,7 @@
 // HostEndpoints are cluster-wide, so their absence would hold back the Calico targets of every test beside this
 // one: this file runs in the k8s-serial project (a control plane of its own, one file at a time).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest } from '../../controller/k8s.ts';
+import { apiRequest } from '../../controller/runtime/k8s.ts';
 import { freshNamespace } from '../support/k8s.ts';
 import {
   FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, ownedObjects, patchSubscription, startController, syncNow, untilDegraded, type Harness,

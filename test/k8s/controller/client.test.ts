@@ -1,4 +1,4 @@
-// The controller's Kubernetes client (controller/k8s.ts) against the real apiserver: every request of a
+// The controller's Kubernetes client (controller/runtime/k8s.ts) against the real apiserver: every request of a
 // process — raw JSON, client-node's typed APIs, an informer's watch — goes out on the same kept-alive connections
 // (counted by a TCP relay in front of the apiserver); TLS is verified as the kubeconfig says; and credentials come
 // from the kubeconfig the ways a cluster hands them out: a service-account token file the kubelet rotates, and
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, makeInformer, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { apiRequest, closeConnections, makeApis, sendJson, type Apis } from '../../../controller/k8s.ts';
+import { apiRequest, closeConnections, makeApis, sendJson, type Apis } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace, kubeConfig } from '../../support/k8s.ts';
 
 /** A TCP relay to the apiserver that counts the connections made through it (TLS passes through untouched). */
@@ -112,7 +112,7 @@ describe('the Kubernetes client', () => {
       }
       expect(relay.connections).toBe(1);
 
-      // An informer (the controller's subscription informer, drift.ts's watches) lists and watches through it.
+      // An informer (the controller's subscription informer, runtime/drift.ts's watches) lists and watches through it.
       const informer = makeInformer<V1ConfigMap>(apis.kubeConfig, `/api/v1/namespaces/${ns}/configmaps`, () => apis.core.listNamespacedConfigMap({ namespace: ns }));
       const seen = new Set<string>();
       informer.on('add', (cm) => seen.add(cm.metadata!.name!));

@@ -6,7 +6,7 @@
 // unchanged scheduled resync writes no status. Repair times are printed, not asserted.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergePatch } from '../../../controller/k8s.ts';
+import { mergePatch } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, condition, events, getSubscription, startController, type Harness } from './support.ts';
 

@@ -6,7 +6,7 @@
 // resyncs; deleting the subscription removes everything, in every namespace and cluster-wide.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../api/v1alpha1/blocklist-subscription.ts';
-import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
+import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, syncNow, type Harness } from './support.ts';
 

@@ -6,7 +6,7 @@
 // controllers runs here (each needs its proxies or agents), so these tests write the status they write,
 // through the status subresource of each project's own published CRD (make k8s-crds), whose schema validates it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest } from '../../../controller/k8s.ts';
+import { apiRequest } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, condition, events, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from './support.ts';
 

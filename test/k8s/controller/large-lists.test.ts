@@ -3,7 +3,7 @@
 // (never cut), within its limit the list is cut into objects the real schemas accept, and together they hold the
 // whole list. The object count and total size are printed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
+import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, type Harness } from './support.ts';
 

@@ -2,7 +2,7 @@
 // entries never reach a policy, a 90% shrink is refused, and every feed failure leaves the last list in force
 // with Degraded saying why. Also: the CRD's CEL rules refuse what the api-server would refuse.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergePatch } from '../../../controller/k8s.ts';
+import { mergePatch } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, condition, events, getSubscription, patchSubscription, startController, syncNow, type Harness } from './support.ts';
 

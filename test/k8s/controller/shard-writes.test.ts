@@ -3,7 +3,7 @@
 // change, counted on the apiserver (objects created, deleted, or at a new resourceVersion), while the others stay
 // exactly as they were.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequest, subscriptionKey } from '../../../controller/k8s.ts';
+import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { freshNamespace } from '../../support/k8s.ts';
 import { FeedServer, applySubscription, ensureHostEndpoint, startController, syncNow, type Harness } from './support.ts';
 

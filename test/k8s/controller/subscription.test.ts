@@ -3,7 +3,7 @@
 // Events; a spec edit resyncs; 304 and unchanged resyncs write nothing; deletion removes everything.
 import type { V1Ingress } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergePatch } from '../../../controller/k8s.ts';
+import { mergePatch } from '../../../controller/runtime/k8s.ts';
 import { DENYLIST_ANNOTATION } from '../../../controller/targets/ingress-nginx.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
 import {

@@ -7,7 +7,7 @@ import { CoreV1Api, CustomObjectsApi, NetworkingV1Api, type KubeConfig } from '@
 import { createLogger } from '../../../common/logging.ts';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { SubscriptionController } from '../../../controller/controller.ts';
-import { apiRequest, isConflict, makeApis, mergePatch, subscriptionKey, type Apis } from '../../../controller/k8s.ts';
+import { apiRequest, isConflict, makeApis, mergePatch, subscriptionKey, type Apis } from '../../../controller/runtime/k8s.ts';
 import { createControllerMetrics, type ControllerMetrics } from '../../../controller/metrics.ts';
 import { eventually, kubeConfig } from '../../support/k8s.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkQueue } from '../../../controller/queue.ts';
+import { WorkQueue } from '../../../controller/runtime/queue.ts';
 
 describe('WorkQueue', () => {
   it('never runs one key twice at once, and reruns a key enqueued while it ran', async () => {

@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { desiredRecord, listHash } from '../../../controller/applied-record.ts';
-import { subscriptionKey } from '../../../controller/k8s.ts';
+import { desiredRecord, listHash } from '../../../controller/runtime/applied-record.ts';
+import { subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { desiredCalicoObjects, networkSetSelector } from '../../../controller/targets/calico-global-network-set.ts';
 import { ciliumRefusal, desiredCiliumObjects, forcedDefaultDeny } from '../../../controller/targets/cilium-cidr-group.ts';
 import { desiredConfigMaps } from '../../../controller/targets/configmap.ts';

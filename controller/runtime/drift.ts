@@ -9,10 +9,10 @@
 // CustomResourceDefinitions (watchInstalls()) it tells when an enforcement point's API appears, so that a target
 // waiting for it is applied at once rather than at its next check.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
-import type { Logger } from '../common/logging.ts';
+import type { Logger } from '../../common/logging.ts';
 import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
 import { ledgerKey } from './ledger.ts';
-import type { Listing } from './targets/types.ts';
+import type { Listing } from '../targets/types.ts';
 
 interface DriftOptions {
   apis: Apis;

@@ -9,11 +9,11 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import type { BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
+import type { BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { apiRequest, collectionPath, objectName, ownedSelector, type Apis } from './k8s.ts';
-import { CONFIG_MAP } from './targets/configmap.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './targets/objects.ts';
-import { splitFamilies, type AppliedList, type CleanupContext } from './targets/types.ts';
+import { CONFIG_MAP } from '../targets/configmap.ts';
+import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from '../targets/objects.ts';
+import { splitFamilies, type AppliedList, type CleanupContext } from '../targets/types.ts';
 
 /** The last list applied for a subscription, and what it came from. */
 export interface AppliedState {

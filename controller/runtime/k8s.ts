@@ -28,7 +28,7 @@ import {
   type V1OwnerReference,
 } from '@kubernetes/client-node';
 import { Agent, request, type Dispatcher } from 'undici';
-import { API_VERSION, KIND, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
+import { API_VERSION, KIND, type BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { Ledger } from './ledger.ts';
 
 export interface Apis {

@@ -2,7 +2,7 @@
 // not renewed it for leaseDuration as observed on *our* clock (no trust in other machines' clocks); the leader
 // renews every retry period and gives up leadership when it could not renew within the renew deadline.
 import type { V1Lease } from '@kubernetes/client-node';
-import type { Logger } from '../common/logging.ts';
+import type { Logger } from '../../common/logging.ts';
 import { isConflict, isNotFound, type Apis } from './k8s.ts';
 
 interface LeaderOptions {
