@@ -5,8 +5,9 @@
 // process starts. Status writes by the controller itself trigger nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
-import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
-import { SYNC_NOW_ANNOTATION, type Apis, type ResourceType } from './runtime/k8s.ts';
+import { GROUP, PLURAL, SYNC_NOW_ANNOTATION, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
+import type { Apis } from './runtime/k8s.ts';
+import type { ResourceType } from './runtime/resources.ts';
 import { DriftWatch } from './runtime/drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './runtime/queue.ts';

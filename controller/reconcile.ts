@@ -10,26 +10,34 @@ import {
   GROUP,
   KIND,
   PLURAL,
+  SYNC_NOW_ANNOTATION,
   VERSION,
   type BlocklistSubscription,
   type BlocklistSubscriptionStatus,
   type Condition,
   type TargetStatus,
 } from '../api/v1alpha1/blocklist-subscription.ts';
-import { deleteRecord, listHash, readRecord, writeRecord, type AppliedState } from './runtime/applied-record.ts';
+import { deleteRecord, listHash, readRecord, writeRecord } from './runtime/applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { listUrl } from '../common/list-filters.ts';
 import { FeedError, pullFeed } from './feed.ts';
-import { FINALIZER, SYNC_NOW_ANNOTATION, apiRequest, collectionPath, getObject, objectPath, sameJson, type Apis, type ResourceType } from './runtime/k8s.ts';
+import { apiRequest, getObject, sameJson, type Apis } from './runtime/k8s.ts';
+import { CONFIG_MAP, collectionPath, objectPath, type ResourceType } from './runtime/resources.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
 import { TARGET_KINDS, applyTarget, kindByField, kindOf, lookupsOf } from './targets/index.ts';
-import { CONFIG_MAP } from './targets/configmap.ts';
-import { ObjectTaken, ResourceNotServed, prefetchLists, type Prefetched } from './targets/objects.ts';
-import { splitFamilies, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
+import { ObjectTaken, ResourceNotServed, prefetchLists, type Prefetched } from './runtime/objects.ts';
+import { splitFamilies, type AppliedList, type TargetField, type TargetOutcome, type TargetProblem } from './targets/types.ts';
 
-export type { AppliedState } from './runtime/applied-record.ts';
+/** The last list applied for a subscription, and what it came from. */
+export interface AppliedState {
+  /** hash of the inputs besides the feed body (URL, allowlist, limits, cluster CIDRs): inputsHash() */
+  inputsHash: string;
+  etag?: string;
+  list: AppliedList;
+  entries: number;
+}
 
 export interface ReconcileDeps {
   apis: Apis;
@@ -103,6 +111,9 @@ function inputsHash(sub: BlocklistSubscription, clusterCidrs: readonly string[])
     .update(JSON.stringify([listUrl(sub.spec.feed).toString(), sub.spec.allowlist ?? [], limitsOf(sub), clusterCidrs]))
     .digest('hex');
 }
+
+/** Held on a subscription until finalize() has removed what it wrote (objects elsewhere have no owner reference). */
+const FINALIZER = 'blockfeed.dev/cleanup';
 
 const SECRET: ResourceType = { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true };
 const EVENT: ResourceType = { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true };
@@ -215,7 +226,7 @@ async function applyAll(deps: ReconcileDeps, sub: BlocklistSubscription, state: 
     metrics.driftRepairs.inc({ ...labels, kind: outcome.kind }, repair ? outcome.writes : 0);
     return { field: kind.field, outcome, held };
   };
-  const [recorded, ...settled] = await Promise.allSettled([writeRecord(ctx, state), ...sub.spec.targets.map(applyOne)]);
+  const [recorded, ...settled] = await Promise.allSettled([writeRecord(ctx, { lines: state.list.all, inputsHash: state.inputsHash, entries: state.entries }), ...sub.spec.targets.map(applyOne)]);
   for (const result of [recorded, ...settled]) if (result.status === 'rejected') throw result.reason;
   const targets = settled.map((r) => (r as PromiseFulfilledResult<Applied['targets'][number]>).value);
   return {
@@ -406,7 +417,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     status.cidrs = state.list.all.length;
     status.lastSuccessfulSyncTime = nowText;
     status.feedETag = state.etag;
-    status.listHash = listHash(state.list);
+    status.listHash = listHash(state.list.all);
     status.targets = targetStatuses(applied);
     status.message = summary(state, applied, pulled.dropped);
     // The condition reads the same after an unchanged sync (no status write); the Event tells the two apart.
@@ -459,8 +470,9 @@ export async function repairSubscription(
   let state = deps.applied.get(stateKey(sub));
   const restored = !state;
   if (!state) {
-    state = await readRecord(deps.apis, sub);
-    if (!state) return { ok: true, needsPull: true, targetsWaiting: false };
+    const recorded = await readRecord(deps.apis, sub);
+    if (!recorded) return { ok: true, needsPull: true, targetsWaiting: false };
+    state = { inputsHash: recorded.inputsHash, etag: sub.status?.feedETag, list: splitFamilies(recorded.lines), entries: recorded.entries };
   }
   if (state.inputsHash !== inputsHash(sub, deps.clusterCidrs)) return { ok: true, needsPull: true, targetsWaiting: false };
   const now = deps.now?.() ?? new Date();

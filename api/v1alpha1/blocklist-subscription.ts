@@ -11,6 +11,9 @@ export const KIND = 'BlocklistSubscription';
 export const PLURAL = 'blocklistsubscriptions';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
+/** Set to any new value on a subscription to have it synced now; the controller removes it after the sync. */
+export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';
+
 /** A CEL rule in the form the api-server evaluates (x-kubernetes-validations). */
 interface CelRule {
   rule: string;

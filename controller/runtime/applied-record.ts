@@ -4,23 +4,23 @@
 //
 // The list text, gzipped, in the binaryData of ConfigMaps in the subscription's namespace, owner-referenced (so
 // they go with the subscription), cut every 768 KiB; annotations say which inputs produced it. It is trusted
-// only when its hash equals status.listHash, the list the status says is applied; the feed's ETag comes from
-// status.feedETag (kept out of the record, so a new body with the same list writes nothing).
+// only when its hash equals status.listHash, the list the status says is applied. The feed's ETag is kept out
+// of it (status.feedETag has it), so a new body with the same list writes nothing.
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { apiRequest, collectionPath, objectName, ownedSelector, type Apis } from './k8s.ts';
-import { CONFIG_MAP } from '../targets/configmap.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from '../targets/objects.ts';
-import { splitFamilies, type AppliedList, type CleanupContext } from '../targets/types.ts';
+import { apiRequest, objectName, ownedSelector, type Apis } from './k8s.ts';
+import { CONFIG_MAP, collectionPath } from './resources.ts';
+import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject, type WriteContext } from './objects.ts';
 
-/** The last list applied for a subscription, and what it came from. */
-export interface AppliedState {
-  /** hash of the inputs besides the feed body (URL, allowlist, limits, cluster CIDRs): see reconcile.ts */
+/** What the record holds: the applied list and what it came from. */
+export interface RecordedList {
+  /** the aggregated list, one CIDR a line, as status.listHash hashes it */
+  lines: readonly string[];
+  /** hash of the inputs besides the feed body that shaped the list (see reconcile.ts) */
   inputsHash: string;
-  etag?: string;
-  list: AppliedList;
+  /** entries of the feed the list was aggregated from */
   entries: number;
 }
 
@@ -33,21 +33,21 @@ const A = { inputs: 'blockfeed.dev/inputs-hash', entries: 'blockfeed.dev/entries
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
 
-const hashes = new WeakMap<AppliedList, string>();
+const hashes = new WeakMap<readonly string[], string>();
 
 /** SHA-256 of the list as status.listHash has it (computed once per list). */
-export function listHash(list: AppliedList): string {
-  let hash = hashes.get(list);
+export function listHash(lines: readonly string[]): string {
+  let hash = hashes.get(lines);
   if (hash === undefined) {
-    hash = createHash('sha256').update(list.all.join('\n')).digest('hex');
-    hashes.set(list, hash);
+    hash = createHash('sha256').update(lines.join('\n')).digest('hex');
+    hashes.set(lines, hash);
   }
   return hash;
 }
 
 /** The record's ConfigMaps for a state (gzip level 1: fast, and deterministic, so an unchanged list writes nothing). */
-export async function desiredRecord(sub: BlocklistSubscription, state: AppliedState): Promise<DesiredObject[]> {
-  const packed = await gzipAsync(state.list.all.join('\n'), { level: 1 });
+export async function desiredRecord(sub: BlocklistSubscription, record: RecordedList): Promise<DesiredObject[]> {
+  const packed = await gzipAsync(record.lines.join('\n'), { level: 1 });
   const chunks: Buffer[] = [];
   for (let at = 0; at < packed.length || chunks.length === 0; at += CHUNK_BYTES) chunks.push(packed.subarray(at, at + CHUNK_BYTES));
   const owned = ownedMetadata(sub, RECORD);
@@ -59,9 +59,9 @@ export async function desiredRecord(sub: BlocklistSubscription, state: AppliedSt
     labels: { ...owned.labels, [CHUNK_LABEL]: String(index) },
     annotations: {
       ...owned.annotations,
-      [A.inputs]: state.inputsHash,
-      [A.entries]: String(state.entries),
-      [A.hash]: listHash(state.list),
+      [A.inputs]: record.inputsHash,
+      [A.entries]: String(record.entries),
+      [A.hash]: listHash(record.lines),
       [A.chunks]: String(chunks.length),
     },
     ownerReferences: ownerReferencesIn(sub, namespace),
@@ -69,9 +69,9 @@ export async function desiredRecord(sub: BlocklistSubscription, state: AppliedSt
   }));
 }
 
-/** Writes (or leaves as it is) the record of the applied state; answers the objects written. */
-export async function writeRecord(ctx: CleanupContext, state: AppliedState): Promise<number> {
-  const result = await syncObjects(ctx, CONFIG_MAP, () => desiredRecord(ctx.sub, state), { selector: recordSelector(ctx.sub), namespace: ctx.sub.metadata.namespace });
+/** Writes (or leaves as it is) the record of the applied list; answers the objects written. */
+export async function writeRecord(ctx: WriteContext, record: RecordedList): Promise<number> {
+  const result = await syncObjects(ctx, CONFIG_MAP, () => desiredRecord(ctx.sub, record), { selector: recordSelector(ctx.sub), namespace: ctx.sub.metadata.namespace });
   return result.written + result.deleted;
 }
 
@@ -83,10 +83,10 @@ interface RecordChunk {
 }
 
 /**
- * The recorded state of a subscription, or undefined when there is none that can be trusted: missing or
+ * The recorded list of a subscription, or undefined when there is none that can be trusted: missing or
  * incomplete chunks, or a list other than the one status.listHash names.
  */
-export async function readRecord(apis: Apis, sub: BlocklistSubscription): Promise<AppliedState | undefined> {
+export async function readRecord(apis: Apis, sub: BlocklistSubscription): Promise<RecordedList | undefined> {
   const path = `${collectionPath(CONFIG_MAP, sub.metadata.namespace)}?labelSelector=${encodeURIComponent(recordSelector(sub))}`;
   const items = ((JSON.parse(await apiRequest(apis, 'GET', path)) as { items?: RecordChunk[] }).items ?? []).sort(
     (a, b) => Number(a.metadata.labels?.[CHUNK_LABEL]) - Number(b.metadata.labels?.[CHUNK_LABEL]),
@@ -96,12 +96,12 @@ export async function readRecord(apis: Apis, sub: BlocklistSubscription): Promis
   const complete = items.length === Number(first[A.chunks]) && items.every((c, i) => c.metadata.labels?.[CHUNK_LABEL] === String(i) && c.metadata.annotations?.[A.hash] === first[A.hash]);
   if (!complete || first[A.hash] !== sub.status.listHash) return undefined;
   const text = (await gunzipAsync(Buffer.concat(items.map((c) => Buffer.from(c.binaryData?.[KEY] ?? '', 'base64'))))).toString('utf8');
-  const list = splitFamilies(text === '' ? [] : text.split('\n'));
-  if (listHash(list) !== first[A.hash]) return undefined;
-  return { inputsHash: first[A.inputs] ?? '', etag: sub.status.feedETag, list, entries: Number(first[A.entries]) };
+  const lines = text === '' ? [] : text.split('\n');
+  if (listHash(lines) !== first[A.hash]) return undefined;
+  return { lines, inputsHash: first[A.inputs] ?? '', entries: Number(first[A.entries]) };
 }
 
 /** Removes the record (finalizer; garbage collection would too, through the owner reference). */
-export async function deleteRecord(ctx: CleanupContext): Promise<number> {
+export async function deleteRecord(ctx: WriteContext): Promise<number> {
   return deleteOwned(ctx, [CONFIG_MAP], { selector: recordSelector(ctx.sub), namespace: ctx.sub.metadata.namespace });
 }

@@ -10,9 +10,10 @@
 // waiting for it is applied at once rather than at its next check.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject, type RequestContext } from '@kubernetes/client-node';
 import type { Logger } from '../../common/logging.ts';
-import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, collectionPath, type Apis, type ObjectMeta, type ResourceType } from './k8s.ts';
+import { METADATA_ONLY, MANAGED_SELECTOR, OBJECT_METADATA_ONLY, apiRequest, type Apis, type ObjectMeta } from './k8s.ts';
+import { collectionPath, type ResourceType } from './resources.ts';
 import { ledgerKey } from './ledger.ts';
-import type { Listing } from '../targets/types.ts';
+import type { Listing } from './objects.ts';
 
 interface DriftOptions {
   apis: Apis;

@@ -30,6 +30,7 @@ import {
 import { Agent, request, type Dispatcher } from 'undici';
 import { API_VERSION, KIND, type BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { Ledger } from './ledger.ts';
+import { collectionPath, objectPath, type ResourceType } from './resources.ts';
 
 export interface Apis {
   /** the kubeconfig for client-node's watches and informers: their requests go out on `connection` */
@@ -276,28 +277,6 @@ export async function sendJson(apis: Apis, method: 'POST' | 'PUT', path: string,
   return { resourceVersion: (JSON.parse(text) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion };
 }
 
-/** A kind of object the controller writes, as the API addresses it. */
-export interface ResourceType {
-  /** API group; '' for the core group */
-  group: string;
-  version: string;
-  kind: string;
-  plural: string;
-  namespaced: boolean;
-}
-
-export const apiVersionOf = (r: ResourceType) => (r.group ? `${r.group}/${r.version}` : r.version);
-
-/** The collection path: in one namespace, or across all namespaces (and for cluster-scoped kinds) without one. */
-export function collectionPath(r: ResourceType, namespace?: string): string {
-  const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
-  return r.namespaced && namespace ? `${base}/namespaces/${encodeURIComponent(namespace)}/${r.plural}` : `${base}/${r.plural}`;
-}
-
-export function objectPath(r: ResourceType, namespace: string | undefined, name: string): string {
-  return `${collectionPath(r, namespace)}/${encodeURIComponent(name)}`;
-}
-
 /** Object metadata as the controller reads it (lists answer only this: see METADATA_ONLY). */
 export interface ObjectMeta {
   name: string;
@@ -372,8 +351,6 @@ const MANAGER = 'blockfeed-controller';
 export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGER}`;
 export const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
 export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
-export const FINALIZER = 'blockfeed.dev/cleanup';
-export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';
 
 /** A short stable id of a subscription, usable as a label value and in names. */
 export function subscriptionKey(sub: Pick<BlocklistSubscription, 'metadata'>): string {

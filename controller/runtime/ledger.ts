@@ -6,13 +6,13 @@
 //   - a refusal read from the object's status stays until the object is read again, so a sync that reads
 //     nothing still reports it, and so does one that writes a new version.
 // A restarted process starts empty: the first sync reads each object once and records it.
-import type { ResourceType } from './k8s.ts';
+import type { ResourceType } from './resources.ts';
 
 interface Entry {
   resourceVersion: string;
   /** "namespace/name" of the subscription that owns the object */
   owner: string;
-  /** why the enforcement point does not enforce the object, as its status said when last read (targets/objects.ts Refusal) */
+  /** why the enforcement point does not enforce the object, as its status said when last read (objects.ts Refusal) */
   refusal?: string;
 }
 

@@ -8,8 +8,10 @@
 // (A normal policy selecting pods would put every selected pod into default deny.) In a cluster without host
 // endpoints the policy applies to nothing: the target then says so (TargetNotFound) and waits for them.
 import type { CalicoGlobalNetworkSetTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { isNotFound, listMeta, objectName, subscriptionKey, SUBSCRIPTION_LABEL, type ResourceType } from '../runtime/k8s.ts';
-import { TARGET_LABEL, applyCut, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from './objects.ts';
+import { isNotFound, listMeta, objectName, subscriptionKey, SUBSCRIPTION_LABEL } from '../runtime/k8s.ts';
+import { type ResourceType } from '../runtime/resources.ts';
+import { TARGET_LABEL, deleteOwned, ownedMetadata, targetSelector, type DesiredObject } from '../runtime/objects.ts';
+import { applyCut } from './apply.ts';
 import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 

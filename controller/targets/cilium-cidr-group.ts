@@ -7,8 +7,10 @@
 // ignore enableDefaultDeny would turn the policy into default deny for every endpoint it selects: then it is
 // not written (TargetUnsafe), and the groups alone are.
 import type { CiliumCIDRGroupTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { SUBSCRIPTION_LABEL, apiRequest, objectName, subscriptionKey, type ResourceType } from '../runtime/k8s.ts';
-import { TARGET_LABEL, applyCut, conditionText, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal, type StatusCondition } from './objects.ts';
+import { SUBSCRIPTION_LABEL, apiRequest, objectName, subscriptionKey } from '../runtime/k8s.ts';
+import { type ResourceType } from '../runtime/resources.ts';
+import { TARGET_LABEL, deleteOwned, ownedMetadata, targetSelector, type DesiredObject, type Refusal } from '../runtime/objects.ts';
+import { applyCut, conditionText, type StatusCondition } from './apply.ts';
 import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 

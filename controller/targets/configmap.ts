@@ -3,13 +3,12 @@
 // are <name>-<key> (targets/shards.ts names them, so that a small change to the list rewrites one or two). Each
 // shard is self-contained: its files depend on its own CIDRs only.
 import type { ConfigMapTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { FORMAT_KEYS, planShards, render } from '../firewall-files.ts';
-import { ownedSelector, type ResourceType } from '../runtime/k8s.ts';
-import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from './objects.ts';
+import { FORMAT_KEYS, planShards, render } from './firewall-files.ts';
+import { ownedSelector } from '../runtime/k8s.ts';
+import { CONFIG_MAP } from '../runtime/resources.ts';
+import { deleteOwned, ownedMetadata, ownerReferencesIn, syncObjects, type DesiredObject } from '../runtime/objects.ts';
 import { ROOT_KEY } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
-
-export const CONFIG_MAP: ResourceType = { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true };
 
 const NAME_LABEL = 'blockfeed.dev/configmap';
 const SHARD_LABEL = 'blockfeed.dev/shard';

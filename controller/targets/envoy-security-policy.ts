@@ -8,22 +8,10 @@
 // reported too: someone else's SecurityPolicy on a target ours also attaches to, refused as Conflicted (ours
 // took its place: their authentication or authorization is off), makes the target Degraded (TargetContested).
 import type { EnvoySecurityPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { objectName, type ResourceType } from '../runtime/k8s.ts';
-import {
-  UNMANAGED_SELECTOR,
-  aboutGeneration,
-  conditionText,
-  deleteOwned,
-  listWhole,
-  ownedMetadata,
-  ownerReferencesIn,
-  refusalProblems,
-  syncObjects,
-  targetSelector,
-  type DesiredObject,
-  type Refusal,
-  type StatusCondition,
-} from './objects.ts';
+import { objectName } from '../runtime/k8s.ts';
+import { type ResourceType } from '../runtime/resources.ts';
+import { UNMANAGED_SELECTOR, deleteOwned, listWhole, ownedMetadata, ownerReferencesIn, syncObjects, targetSelector, type DesiredObject, type Refusal } from '../runtime/objects.ts';
+import { aboutGeneration, conditionText, refusalProblems, type StatusCondition } from './apply.ts';
 import { oneObjectProblem } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 

@@ -9,7 +9,8 @@ import { envoySecurityPolicyTarget } from './envoy-security-policy.ts';
 import { ingressNginxTarget } from './ingress-nginx.ts';
 import { istioAuthorizationPolicyTarget } from './istio-authorization-policy.ts';
 import { networkPolicyTarget } from './networkpolicy.ts';
-import type { Listing, TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
+import type { Listing } from '../runtime/objects.ts';
+import type { TargetContext, TargetField, TargetKind, TargetOutcome } from './types.ts';
 
 type AnyTargetKind = { [F in TargetField]: TargetKind<F> }[TargetField];
 

@@ -5,7 +5,8 @@
 import type { V1ConfigMap, V1Ingress } from '@kubernetes/client-node';
 import type { BlocklistSubscription, IngressNginxTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { labelSelectorString, readOptional, subscriptionKey } from '../runtime/k8s.ts';
-import type { CleanupContext, TargetContext, TargetKind, TargetOutcome } from './types.ts';
+import type { WriteContext } from '../runtime/objects.ts';
+import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 export const DENYLIST_ANNOTATION = 'nginx.ingress.kubernetes.io/denylist-source-range';
 const DENYLIST_KEY = 'denylist-source-range';
@@ -120,7 +121,7 @@ async function apply(ctx: TargetContext, target: IngressNginxTarget): Promise<Ta
   return outcome;
 }
 
-async function removeFromIngresses(ctx: CleanupContext, which: (ing: V1Ingress) => boolean): Promise<number> {
+async function removeFromIngresses(ctx: WriteContext, which: (ing: V1Ingress) => boolean): Promise<number> {
   const key = recordAnnotation(ctx.sub);
   const all = await ctx.apis.networking.listIngressForAllNamespaces({});
   let writes = 0;
@@ -144,7 +145,7 @@ async function removeFromIngresses(ctx: CleanupContext, which: (ing: V1Ingress) 
 }
 
 /** Clean-up: takes our entries out of every Ingress and of the global ConfigMaps this subscription names. */
-async function cleanup(ctx: CleanupContext): Promise<number> {
+async function cleanup(ctx: WriteContext): Promise<number> {
   let writes = await removeFromIngresses(ctx, () => true);
   const key = recordAnnotation(ctx.sub);
   for (const t of ctx.sub.spec.targets) {

@@ -5,19 +5,10 @@
 // one that either refuses, or enforces without what it cannot (remoteIpBlocks at ztunnel), makes the target
 // Degraded (TargetNotEnforced) for as long as the status says so.
 import type { IstioAuthorizationPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { objectName, type ResourceType } from '../runtime/k8s.ts';
-import {
-  aboutGeneration,
-  applyCut,
-  conditionText,
-  deleteOwned,
-  ownedMetadata,
-  ownerReferencesIn,
-  targetSelector,
-  type DesiredObject,
-  type Refusal,
-  type StatusCondition,
-} from './objects.ts';
+import { objectName } from '../runtime/k8s.ts';
+import { type ResourceType } from '../runtime/resources.ts';
+import { deleteOwned, ownedMetadata, ownerReferencesIn, targetSelector, type DesiredObject, type Refusal } from '../runtime/objects.ts';
+import { aboutGeneration, applyCut, conditionText, type StatusCondition } from './apply.ts';
 import type { Shard } from './shards.ts';
 import type { TargetContext, TargetKind, TargetOutcome } from './types.ts';
 

@@ -3,10 +3,11 @@
 // several policies or ipBlocks: their union would allow everything again. A list that does not fit one object
 // is reported, and the previous policy stays in force.
 import type { NetworkPolicyTarget } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { labelSelectorString, objectName, ownedSelector, type ResourceType } from '../runtime/k8s.ts';
+import { labelSelectorString, objectName, ownedSelector } from '../runtime/k8s.ts';
+import { type ResourceType } from '../runtime/resources.ts';
 import { oneObjectProblem } from './shards.ts';
-import { lookup, ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject } from './objects.ts';
-import type { AppliedList, Listing, TargetContext, TargetKind, TargetOutcome } from './types.ts';
+import { lookup, ownedMetadata, ownerReferencesIn, syncObjects, deleteOwned, type DesiredObject, type Listing } from '../runtime/objects.ts';
+import type { AppliedList, TargetContext, TargetKind, TargetOutcome } from './types.ts';
 
 const NAMESPACE: ResourceType = { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false };
 const NETWORK_POLICY: ResourceType = { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true };

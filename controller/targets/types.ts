@@ -1,8 +1,8 @@
 // What every target receives and reports, and what a kind of target is (targets/index.ts lists them all).
 import type { V1PolicyRule } from '@kubernetes/client-node';
-import type { Logger } from '../../common/logging.ts';
-import type { BlocklistSubscription, BlocklistSubscriptionSpec, TargetObject } from '../../api/v1alpha1/blocklist-subscription.ts';
-import type { Apis, ObjectMeta, ResourceType } from '../runtime/k8s.ts';
+import type { BlocklistSubscriptionSpec, TargetObject } from '../../api/v1alpha1/blocklist-subscription.ts';
+import type { ResourceType } from '../runtime/resources.ts';
+import type { Listing, WriteContext } from '../runtime/objects.ts';
 
 /** The aggregated list as applied: CIDR strings, IPv4 then IPv6, each ascending. */
 export interface AppliedList {
@@ -11,21 +11,9 @@ export interface AppliedList {
   v6: readonly string[];
 }
 
-export interface TargetContext {
-  apis: Apis;
-  sub: BlocklistSubscription;
+/** What a target applies, and where. */
+export interface TargetContext extends WriteContext {
   list: AppliedList;
-  log: Logger;
-  /** the subscription's objects, listed ahead (targets/objects.ts) */
-  prefetched?: Map<string, Promise<ObjectMeta[]>>;
-}
-
-export type CleanupContext = Omit<TargetContext, 'list'>;
-
-/** A metadata-only list of one kind of object by label selector (targets/objects.ts lookup()). */
-export interface Listing {
-  resource: ResourceType;
-  selector: string;
 }
 
 /**
@@ -80,7 +68,7 @@ export interface TargetKind<F extends TargetField = TargetField> {
   lookups?(spec: NonNullable<TargetSpec[F]>): Listing[];
   apply(ctx: TargetContext, spec: NonNullable<TargetSpec[F]>): Promise<TargetOutcome>;
   /** Removes what it wrote for the subscription (it is being deleted, or the target left its spec). */
-  cleanup(ctx: CleanupContext): Promise<number>;
+  cleanup(ctx: WriteContext): Promise<number>;
 }
 
 export function splitFamilies(all: readonly string[]): AppliedList {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aggregate, cidrStrings, parseEntry } from '../../../controller/cidr.ts';
-import { render } from '../../../controller/firewall-files.ts';
+import { render } from '../../../controller/targets/firewall-files.ts';
 
 let prefix: string;
 let nginx: ChildProcess;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FORMAT_KEYS, planShards, render } from '../../../controller/firewall-files.ts';
+import { FORMAT_KEYS, planShards, render } from '../../../controller/targets/firewall-files.ts';
 
 const cidrs = ['192.0.2.0/24', '203.0.113.7/32', '2001:db8::/32'];
 

@@ -89,13 +89,13 @@ describe('desired objects', () => {
   });
 
   it('the record of the applied list is deterministic and holds the list exactly', async () => {
-    const state = { inputsHash: 'h', list, entries: 2 };
-    const [a, b] = [await desiredRecord(sub, state), await desiredRecord(sub, state)];
+    const record = { inputsHash: 'h', lines: list.all, entries: 2 };
+    const [a, b] = [await desiredRecord(sub, record), await desiredRecord(sub, record)];
     expect(a).toEqual(b);
     expect(a).toHaveLength(1);
     const packed = Buffer.from((a[0]!.content.binaryData as Record<string, string>)['list.gz']!, 'base64');
     expect(gunzipSync(packed).toString()).toBe(list.all.join('\n'));
-    expect(a[0]!.annotations['blockfeed.dev/list-hash']).toBe(listHash(list));
+    expect(a[0]!.annotations['blockfeed.dev/list-hash']).toBe(listHash(list.all));
   });
 });
 

@@ -1,7 +1,7 @@
 // File formats of the ConfigMap target, and how a long list is cut into ConfigMaps below the 1 MiB object
 // limit. Pure and deterministic: the same list gives byte-identical output, so an unchanged list writes nothing.
-import type { ConfigMapFormat } from '../api/v1alpha1/blocklist-subscription.ts';
-import { LONGEST_CIDR, ROOT_KEY, cutByAddress, type Shard } from './targets/shards.ts';
+import type { ConfigMapFormat } from '../../api/v1alpha1/blocklist-subscription.ts';
+import { LONGEST_CIDR, ROOT_KEY, cutByAddress, type Shard } from './shards.ts';
 
 export const FORMAT_KEYS: Readonly<Record<ConfigMapFormat, string>> = {
   txt: 'list.txt',

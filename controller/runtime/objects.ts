@@ -1,5 +1,6 @@
-// The one way targets write the objects they own: a pure desired state (the objects a list should produce)
-// is made true in the API, writing only what differs and deleting what is no longer wanted.
+// The one way the controller writes the objects a subscription owns: a pure desired state (the objects a target
+// or the record of the applied list should hold) is made true in the API, writing only what differs and
+// deleting what is no longer wanted.
 //
 // Every object carries a content-hash annotation over what the controller sets. One metadata-only list shows
 // which objects exist, at which version and with which hash: an object whose hash matches and that this
@@ -7,13 +8,12 @@
 // version (a restart, or someone edited it) is read and compared for real; everything else is written.
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { BlocklistSubscription } from '../../api/v1alpha1/blocklist-subscription.ts';
+import type { Logger } from '../../common/logging.ts';
 import {
   CONTENT_HASH_ANNOTATION,
   MANAGED_SELECTOR,
   SUBSCRIPTION_ANNOTATION,
   apiRequest,
-  apiVersionOf,
-  collectionPath,
   contentHash,
   deleteObject,
   getObject,
@@ -21,27 +21,43 @@ import {
   isNotFound,
   listMeta,
   mapLimit,
-  objectPath,
   ownedLabels,
   ownedSelector,
   ownerReference,
   sameJson,
   sameStringMap,
   sendJson,
+  type Apis,
   type ObjectMeta,
-  type ResourceType,
-} from '../runtime/k8s.ts';
-import { ledgerKey } from '../runtime/ledger.ts';
-import { shardList, type Shard } from './shards.ts';
-import type { CleanupContext, Listing, TargetContext, TargetOutcome, TargetProblem } from './types.ts';
+} from './k8s.ts';
+import { ledgerKey } from './ledger.ts';
+import { apiVersionOf, collectionPath, objectPath, type ResourceType } from './resources.ts';
 
-/** The label naming which target of a subscription wrote an object (its spec field, e.g. ciliumCIDRGroup). */
+/**
+ * The label naming which writer of a subscription wrote an object: a target (its spec field, e.g.
+ * ciliumCIDRGroup) or the record of the applied list.
+ */
 export const TARGET_LABEL = 'blockfeed.dev/target';
+
+/** The subscription whose objects are written, and how to reach the API. */
+export interface WriteContext {
+  apis: Apis;
+  sub: BlocklistSubscription;
+  log: Logger;
+  /** the subscription's objects, listed ahead (prefetchLists()) */
+  prefetched?: Prefetched;
+}
+
+/** A metadata-only list of one kind of object by label selector (lookup()). */
+export interface Listing {
+  resource: ResourceType;
+  selector: string;
+}
 
 /** Objects blockfeed did not write (no subscription's, in no process): a target's `contested` objects. */
 export const UNMANAGED_SELECTOR = MANAGED_SELECTOR.replace('=', '!=');
 
-/** An object as a target wants it. */
+/** An object as its writer (a target, the record) wants it. */
 export interface DesiredObject {
   namespace?: string;
   name: string;
@@ -68,22 +84,6 @@ export interface OwnedScope {
  * which the drift watch reports), and the ledger keeps it until the object is read again.
  */
 export type Refusal = (object: Record<string, unknown>) => string | undefined;
-
-/** A condition in an enforcement point's status (Istio writes observedGeneration as an int-or-string). */
-export interface StatusCondition {
-  type?: string;
-  status?: string;
-  reason?: string;
-  message?: string;
-  observedGeneration?: number | string;
-}
-
-/** Whether a condition is about this generation of its object (one that does not say is taken as current). */
-export const aboutGeneration = (c: StatusCondition, generation: number | undefined) =>
-  c.observedGeneration === undefined || Number(c.observedGeneration) === generation;
-
-/** A condition as a refusal quotes it: `Accepted False (Conflicted): message`. */
-export const conditionText = (c: StatusCondition) => `${c.type} ${c.status}${c.reason ? ` (${c.reason})` : ''}: ${c.message ?? ''}`.trimEnd();
 
 export interface SyncResult {
   /** objects created or replaced */
@@ -160,7 +160,7 @@ function holdsDesired(current: Record<string, unknown> & { metadata?: ObjectMeta
 
 const listingKey = (r: ResourceType, selector: string) => `${r.group}/${r.version}/${r.plural}?${selector}`;
 
-async function listScope(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
+async function listScope(ctx: WriteContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
   try {
     return await listMeta(ctx.apis, resource, scope.selector, { namespace: scope.namespace });
   } catch (err) {
@@ -174,7 +174,7 @@ async function listScope(ctx: CleanupContext, resource: ResourceType, scope: Own
  * subscription of the `owned` kinds, and the targets' lookups. A sync starts them while the feed is pulled, so
  * that applying waits for no list round trip of its own.
  */
-export function prefetchLists(ctx: CleanupContext, owned: readonly ResourceType[], lookups: readonly Listing[]): Prefetched {
+export function prefetchLists(ctx: WriteContext, owned: readonly ResourceType[], lookups: readonly Listing[]): Prefetched {
   const prefetched: Prefetched = new Map();
   for (const { resource, selector } of [...owned.map((resource) => ({ resource, selector: ownedSelector(ctx.sub) })), ...lookups]) {
     const key = listingKey(resource, selector);
@@ -187,12 +187,12 @@ export function prefetchLists(ctx: CleanupContext, owned: readonly ResourceType[
 }
 
 /** The objects of a kind matching a label selector (metadata only): the prefetched answer when there is one. */
-export function lookup(ctx: CleanupContext, { resource, selector }: Listing): Promise<ObjectMeta[]> {
+export function lookup(ctx: WriteContext, { resource, selector }: Listing): Promise<ObjectMeta[]> {
   return ctx.prefetched?.get(listingKey(resource, selector)) ?? listScope(ctx, resource, { selector });
 }
 
 /** The whole objects of a listing in one namespace (everywhere without one): for their status, which metadata lacks. */
-export async function listWhole<T>(ctx: CleanupContext, { resource, selector }: Listing, namespace?: string): Promise<T[]> {
+export async function listWhole<T>(ctx: WriteContext, { resource, selector }: Listing, namespace?: string): Promise<T[]> {
   const text = await apiRequest(ctx.apis, 'GET', `${collectionPath(resource, namespace)}?labelSelector=${encodeURIComponent(selector)}`);
   return (JSON.parse(text) as { items?: T[] | null }).items ?? [];
 }
@@ -206,7 +206,7 @@ function inScope(m: ObjectMeta, scope: OwnedScope): boolean {
   });
 }
 
-async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
+async function listOwned(ctx: WriteContext, resource: ResourceType, scope: OwnedScope): Promise<ObjectMeta[]> {
   const prefetched = ctx.prefetched?.get(listingKey(resource, ownedSelector(ctx.sub)));
   return prefetched ? (await prefetched).filter((m) => inScope(m, scope)) : listScope(ctx, resource, scope);
 }
@@ -217,7 +217,7 @@ async function listOwned(ctx: CleanupContext, resource: ResourceType, scope: Own
  * served at all.
  */
 export async function syncObjects(
-  ctx: CleanupContext,
+  ctx: WriteContext,
   resource: ResourceType,
   desiredState: readonly DesiredObject[] | (() => readonly DesiredObject[] | Promise<readonly DesiredObject[]>),
   scope: OwnedScope,
@@ -293,18 +293,7 @@ export async function syncObjects(
   return { written: writes.reduce((a, b) => a + b, 0), deleted };
 }
 
-/** The refusals the ledger holds for these objects, as their status said when last read, as target problems. */
-export function refusalProblems(ctx: CleanupContext, resource: ResourceType, objects: readonly DesiredObject[], field: string): TargetProblem[] {
-  const problems: TargetProblem[] = [];
-  for (const o of objects) {
-    const refusal = ctx.apis.ledger.get(ledgerKey(resource, resource.namespaced ? o.namespace : undefined, o.name))?.refusal;
-    const where = `${resource.kind} ${resource.namespaced ? `${o.namespace}/` : ''}${o.name}`;
-    if (refusal !== undefined) problems.push({ reason: 'TargetNotEnforced', message: `${field}: ${where} is not enforced: ${refusal}` });
-  }
-  return problems;
-}
-
-async function removeObject(ctx: CleanupContext, resource: ResourceType, m: ObjectMeta): Promise<number> {
+async function removeObject(ctx: WriteContext, resource: ResourceType, m: ObjectMeta): Promise<number> {
   ctx.apis.ledger.forget(ledgerKey(resource, m.namespace, m.name));
   if (!(await deleteObject(ctx.apis, resource, m.namespace, m.name))) return 0;
   ctx.apis.writes.count(resource.kind);
@@ -312,7 +301,7 @@ async function removeObject(ctx: CleanupContext, resource: ResourceType, m: Obje
 }
 
 /** Deletes every object of these kinds in `scope` (clean-up); a kind that is not served holds nothing. */
-export async function deleteOwned(ctx: CleanupContext, resources: readonly ResourceType[], scope: OwnedScope): Promise<number> {
+export async function deleteOwned(ctx: WriteContext, resources: readonly ResourceType[], scope: OwnedScope): Promise<number> {
   let deleted = 0;
   for (const resource of resources) {
     let existing: ObjectMeta[];
@@ -325,41 +314,4 @@ export async function deleteOwned(ctx: CleanupContext, resources: readonly Resou
     for (const m of existing) deleted += await removeObject(ctx, resource, m);
   }
   return deleted;
-}
-
-/** Objects of one kind a sharded target writes, and the CIDRs each holds (for its status). */
-export interface ObjectGroup {
-  resource: ResourceType;
-  objects: readonly DesiredObject[];
-  cidrs: (index: number) => number;
-  /** what the enforcement point says about these objects in their status */
-  refusal?: Refusal;
-}
-
-/**
- * The apply of a target whose deny rules add up, so that the list may be cut into several objects (Istio,
- * Cilium, Calico): cut within the target's maxCIDRs (beyond it the target is Degraded and keeps what it held),
- * then every group of objects written side by side, each group's stale objects deleted.
- */
-export async function applyCut(
-  ctx: TargetContext,
-  target: { field: string; metricKind: string },
-  maxCidrs: number,
-  build: (shards: readonly Shard[]) => ObjectGroup[],
-): Promise<TargetOutcome> {
-  const { field } = target;
-  const cut = shardList(ctx.list.all, maxCidrs, field);
-  const groups = 'shards' in cut ? build(cut.shards) : [];
-  const outcome: TargetOutcome = { kind: target.metricKind, objects: [], writes: 0, problems: 'problem' in cut ? [cut.problem] : [] };
-  const selector = targetSelector(ctx.sub, field);
-  const settled = await Promise.allSettled(groups.map((g) => syncObjects(ctx, g.resource, g.objects, { selector }, g.refusal)));
-  // The first failure in the groups' order, not in time: the status says the same thing every time.
-  const results = settled.map((r) => {
-    if (r.status === 'rejected') throw r.reason;
-    return r.value;
-  });
-  outcome.writes = results.reduce((n, r) => n + r.written + r.deleted, 0);
-  for (const g of groups) if (g.refusal) outcome.problems.push(...refusalProblems(ctx, g.resource, g.objects, field));
-  outcome.objects = groups.flatMap((g) => g.objects.map((o, i) => ({ kind: g.resource.kind, ...(o.namespace ? { namespace: o.namespace } : {}), name: o.name, cidrs: g.cidrs(i) })));
-  return outcome;
 }
