@@ -6,7 +6,7 @@
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, SYNC_NOW_ANNOTATION, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
-import type { Apis } from './runtime/k8s.ts';
+import { keyOf, type Apis } from './runtime/k8s.ts';
 import type { ResourceType } from './runtime/resources.ts';
 import { DriftWatch } from './runtime/drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -68,7 +68,7 @@ export class SubscriptionController {
       apis,
       log,
       onDrift: (key, what) => {
-        if (!this.informer.get(key.split('/')[1]!, key.split('/')[0])) return; // another process's, or gone
+        if (!this.current(key)) return; // another process's, or gone
         log.info({ subscription: key, what }, 'drift: repairing');
         this.drifted.set(key, [this.drifted.get(key), what].filter(Boolean).join(', '));
         this.queue.add(key);
@@ -248,6 +248,3 @@ export class SubscriptionController {
   }
 }
 
-function keyOf(sub: BlocklistSubscription): string {
-  return `${sub.metadata.namespace}/${sub.metadata.name}`;
-}

@@ -21,7 +21,7 @@ import { deleteRecord, listHash, readRecord, writeRecord } from './runtime/appli
 import { cidrStrings } from './cidr.ts';
 import { listUrl } from '../common/list-filters.ts';
 import { FeedError, pullFeed } from './feed.ts';
-import { apiRequest, getObject, sameJson, type Apis } from './runtime/k8s.ts';
+import { apiRequest, getObject, keyOf, sameJson, type Apis } from './runtime/k8s.ts';
 import { CONFIG_MAP, collectionPath, objectPath, type ResourceType } from './runtime/resources.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
 import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
@@ -97,7 +97,6 @@ const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetN
 const WAITING_REASONS: ReadonlySet<string> = new Set(['TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetUnsafe']);
 const waitsForCluster = (applied: Applied | undefined) => applied?.problems.some((p) => WAITING_REASONS.has(p.reason)) ?? false;
 
-const keyOf = (sub: BlocklistSubscription) => `${sub.metadata.namespace}/${sub.metadata.name}`;
 const stateKey = (sub: BlocklistSubscription) => sub.metadata.uid ?? keyOf(sub);
 const seriesOf = (sub: BlocklistSubscription) => ({ namespace: sub.metadata.namespace, name: sub.metadata.name });
 
@@ -356,17 +355,79 @@ function summary(state: AppliedState, applied: Applied, dropped: Record<string, 
   return `${state.list.all.length} CIDRs from ${state.entries} entries${droppedTotal ? ` (${droppedTotal} dropped: ${reasons})` : ''} applied to ${objects} objects`;
 }
 
-/** Pulls and applies now, then reports: status (when needed, see statusWriteNeeded), an Event on a change, metrics. */
+/** An Event a run records. */
+interface RunEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/**
+ * What a run (a sync or a repair) reports, built as it goes: the status it leads to, conditions included, and the
+ * Event that says what happened. endRun() writes them, one way for both kinds of run.
+ */
+class Report {
+  readonly status: BlocklistSubscriptionStatus & { conditions: Condition[] };
+  event?: RunEvent;
+  readonly #generation: number | undefined;
+  readonly #now: string;
+
+  constructor(sub: BlocklistSubscription, now: Date) {
+    this.status = { ...sub.status, conditions: sub.status?.conditions ?? [] };
+    this.#generation = sub.metadata.generation;
+    this.#now = now.toISOString();
+  }
+
+  /** Sets a condition; its transition time stays while its status does. */
+  condition(type: string, status: Condition['status'], reason: string, message: string): void {
+    this.status.conditions = setCondition(this.status.conditions, { type, status, reason, message, observedGeneration: this.#generation }, this.#now);
+  }
+
+  /**
+   * What the targets hold after an apply: their status, and Degraded True naming the first problem, with a
+   * Warning, or else Degraded False. A repair clears only a Degraded about the targets: a feed's failure stays
+   * until a pull succeeds.
+   */
+  targetsApplied(applied: Applied, run: 'sync' | 'repair'): void {
+    this.status.targets = targetStatuses(applied);
+    const degraded = this.status.conditions.find((c) => c.type === 'Degraded');
+    if (applied.problems.length) {
+      const message = applied.problems.map((p) => p.message).join('; ');
+      this.condition('Degraded', 'True', applied.problems[0]!.reason, message);
+      this.event = { type: 'Warning', reason: applied.problems[0]!.reason, message };
+    } else if (run === 'sync' || !degraded || TARGET_REASONS.has(degraded.reason)) {
+      this.condition('Degraded', 'False', 'AsExpected', 'all targets hold the list');
+    }
+  }
+}
+
+/**
+ * How every run ends, a sync or a repair: the Degraded gauge; then, side by side, the status and the Event
+ * (recordEvent never throws); and a log line.
+ * - The status is written when anything in it but the sync times changed, when the run was asked for
+ *   (sync-now: someone is waiting to see it), and, for a sync, when the recorded sync times are older than
+ *   STATUS_REFRESH_MS (statusWriteNeeded). A repair sets no sync times.
+ * - The Event is recorded when the status changed, when the run was asked for, or when objects were written:
+ *   one that would only repeat what the status says is not (a failing pull retried, a target waiting for the
+ *   cluster checked again).
+ */
+async function endRun(deps: ReconcileDeps, sub: BlocklistSubscription, report: Report, run: { kind: 'sync' | 'repair'; now: Date; requested: boolean; writes: number }): Promise<void> {
+  deps.metrics.degraded.set(seriesOf(sub), report.status.conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
+  const changed = !sameJson(essential(sub.status), essential(report.status));
+  const writeStatus = run.kind === 'sync' ? statusWriteNeeded(sub.status, report.status, run.now, run.requested) : changed;
+  const { event } = report;
+  const record = event !== undefined && (changed || run.requested || run.writes > 0);
+  await Promise.all([writeStatus ? patchStatus(deps.apis, sub, report.status) : undefined, record ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined]);
+  if (event && (record || run.kind === 'sync')) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, run.kind);
+}
+
+/** Pulls and applies now, then reports (endRun()): status, Event, metrics. */
 export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<ReconcileResult> {
   const now = deps.now?.() ?? new Date();
-  const nowText = now.toISOString();
   const generation = sub.metadata.generation;
   const labels = seriesOf(sub);
-  const status: BlocklistSubscriptionStatus = { ...sub.status };
-  let conditions = status.conditions ?? [];
-  const cond = (type: string, s: Condition['status'], reason: string, message: string) => {
-    conditions = setCondition(conditions, { type, status: s, reason, message, observedGeneration: generation }, nowText);
-  };
+  const report = new Report(sub, now);
+  const { status } = report;
 
   const requested = sub.metadata.annotations?.[SYNC_NOW_ANNOTATION] !== undefined;
   if (requested) await patchMetadata(deps.apis, sub, { annotations: { [SYNC_NOW_ANNOTATION]: null } });
@@ -380,9 +441,9 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
   }
 
   if (sub.spec.suspend) {
-    cond('Synced', 'False', 'Suspended', 'spec.suspend is true; the last applied list stays in force');
+    report.condition('Synced', 'False', 'Suspended', 'spec.suspend is true; the last applied list stays in force');
     // null removes the field in a merge patch: a suspended subscription has no next sync.
-    const suspended = { ...status, observedGeneration: generation, conditions, nextSyncTime: null as unknown as undefined };
+    const suspended = { ...status, observedGeneration: generation, nextSyncTime: null as unknown as undefined };
     if (statusWriteNeeded(sub.status, suspended, now, requested)) await patchStatus(deps.apis, sub, suspended);
     return { ok: true, targetsWaiting: false };
   }
@@ -406,10 +467,10 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     failure = { reason: 'SyncError', message: (err as Error).message };
   }
 
+  const nowText = now.toISOString();
   status.observedGeneration = generation;
   status.lastSyncTime = nowText;
   status.nextSyncTime = next?.toISOString();
-  let event: { type: 'Normal' | 'Warning'; reason: string; message: string };
   if (pulled?.kind === 'list' && applied) {
     const { state } = pulled;
     deps.applied.set(stateKey(sub), state);
@@ -418,47 +479,32 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     status.lastSuccessfulSyncTime = nowText;
     status.feedETag = state.etag;
     status.listHash = listHash(state.list.all);
-    status.targets = targetStatuses(applied);
     status.message = summary(state, applied, pulled.dropped);
     // The condition reads the same after an unchanged sync (no status write); the Event tells the two apart.
-    event = { type: 'Normal', reason: pulled.changed ? 'Synced' : 'Unchanged', message: `${status.message}; ${applied.writes} written` };
-    cond('Ready', 'True', 'ListApplied', status.message);
-    cond('Synced', 'True', 'Synced', status.message);
-    if (applied.problems.length) {
-      const message = applied.problems.map((p) => p.message).join('; ');
-      cond('Degraded', 'True', applied.problems[0]!.reason, message);
-      event = { type: 'Warning', reason: applied.problems[0]!.reason, message };
-    } else {
-      cond('Degraded', 'False', 'AsExpected', 'all targets hold the list');
-    }
+    report.event = { type: 'Normal', reason: pulled.changed ? 'Synced' : 'Unchanged', message: `${status.message}; ${applied.writes} written` };
+    report.condition('Ready', 'True', 'ListApplied', status.message);
+    report.condition('Synced', 'True', 'Synced', status.message);
+    report.targetsApplied(applied, 'sync');
     deps.metrics.listEntries.set(labels, state.entries);
     deps.metrics.lastSuccess.set(labels, Math.floor(now.getTime() / 1000));
   } else {
     const { reason, message } = failure!;
-    event = { type: 'Warning', reason, message: `${message}; the last applied list stays in force` };
-    status.message = event.message;
-    cond('Synced', 'False', reason, event.message);
-    cond('Degraded', 'True', reason, event.message);
-    if (!status.lastSuccessfulSyncTime) cond('Ready', 'False', 'NeverApplied', 'no list has been applied yet');
+    report.event = { type: 'Warning', reason, message: `${message}; the last applied list stays in force` };
+    status.message = report.event.message;
+    report.condition('Synced', 'False', reason, report.event.message);
+    report.condition('Degraded', 'True', reason, report.event.message);
+    if (!status.lastSuccessfulSyncTime) report.condition('Ready', 'False', 'NeverApplied', 'no list has been applied yet');
   }
-  status.conditions = conditions;
-  deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  const changed = !sameJson(essential(sub.status), essential(status));
-  // Independent requests: side by side (recordEvent never throws). An Event for every change of state.
-  await Promise.all([
-    statusWriteNeeded(sub.status, status, now, requested) ? patchStatus(deps.apis, sub, status) : undefined,
-    changed || requested || (applied?.writes ?? 0) > 0 ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined,
-  ]);
-  deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'sync');
+  await endRun(deps, sub, report, { kind: 'sync', now, requested, writes: applied?.writes ?? 0 });
   return { ok: !failure, nextSyncTime: next, targetsWaiting: waitsForCluster(applied) };
 }
 
 /**
  * Applies the last applied list again, without a pull: from memory, or after a restart from the record.
  * Answers needsPull when there is no trustworthy list to apply (no record, or the inputs changed since): the
- * caller then syncs. Writes the status only when what it says changed, and an Event when something was
- * written again. `drift`: objects may have been changed by someone (a drift event, a start-up check), as
- * opposed to a target that was waiting for the cluster; only the former count as drift repairs.
+ * caller then syncs. Reports as a sync does (endRun()), with no sync times. `drift`: objects may have been
+ * changed by someone (a drift event, a start-up check), as opposed to a target that was waiting for the
+ * cluster; only the former count as drift repairs.
  */
 export async function repairSubscription(
   deps: ReconcileDeps,
@@ -476,7 +522,6 @@ export async function repairSubscription(
   }
   if (state.inputsHash !== inputsHash(sub, deps.clusterCidrs)) return { ok: true, needsPull: true, targetsWaiting: false };
   const now = deps.now?.() ?? new Date();
-  const nowText = now.toISOString();
   if (restored) {
     deps.applied.set(stateKey(sub), state);
     // A restarted process exposes every subscription from its first minute, not from its next pull.
@@ -485,40 +530,20 @@ export async function repairSubscription(
     const last = sub.status?.lastSuccessfulSyncTime;
     if (last) deps.metrics.lastSuccess.set(labels, Math.floor(Date.parse(last) / 1000));
   }
-  const status: BlocklistSubscriptionStatus = { ...sub.status };
-  let conditions = status.conditions ?? [];
-  const degradedNow = conditions.find((c) => c.type === 'Degraded');
-  const cond = (type: string, s: Condition['status'], reason: string, message: string) => {
-    conditions = setCondition(conditions, { type, status: s, reason, message, observedGeneration: sub.metadata.generation }, nowText);
-  };
+  const report = new Report(sub, now);
   let applied: Applied | undefined;
-  let event: { type: 'Normal' | 'Warning'; reason: string; message: string } | undefined;
   try {
     applied = await applyAll(deps, sub, state, drift);
-    status.targets = targetStatuses(applied);
-    if (applied.problems.length) {
-      const message = applied.problems.map((p) => p.message).join('; ');
-      cond('Degraded', 'True', applied.problems[0]!.reason, message);
-      event = { type: 'Warning', reason: applied.problems[0]!.reason, message };
-    } else if (!degradedNow || TARGET_REASONS.has(degradedNow.reason)) {
-      cond('Degraded', 'False', 'AsExpected', 'all targets hold the list');
-    }
-    if (!event && applied.writes) {
+    report.targetsApplied(applied, 'repair');
+    if (!report.event && applied.writes) {
       const message = `${why}: applied the last applied list again (${state.list.all.length} CIDRs); ${applied.writes} written`;
-      event = { type: 'Normal', reason: drift ? 'DriftRepaired' : 'TargetsApplied', message };
+      report.event = { type: 'Normal', reason: drift ? 'DriftRepaired' : 'TargetsApplied', message };
     }
   } catch (err) {
     const message = `repairing (${why}) failed: ${(err as Error).message}; what the targets hold stays`;
-    cond('Degraded', 'True', 'ApplyFailed', message);
-    event = { type: 'Warning', reason: 'ApplyFailed', message };
+    report.condition('Degraded', 'True', 'ApplyFailed', message);
+    report.event = { type: 'Warning', reason: 'ApplyFailed', message };
   }
-  status.conditions = conditions;
-  deps.metrics.degraded.set(labels, conditions.some((c) => c.type === 'Degraded' && c.status === 'True') ? 1 : 0);
-  const changed = !sameJson(essential(sub.status), essential(status));
-  // A warning that says what the status already says is not repeated: a target waiting for the cluster is
-  // checked again and again (controller.ts).
-  if (event?.type === 'Warning' && !changed) event = undefined;
-  await Promise.all([changed ? patchStatus(deps.apis, sub, status) : undefined, event ? recordEvent(deps, sub, event.type, event.reason, event.message) : undefined]);
-  if (event) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, 'repair');
+  await endRun(deps, sub, report, { kind: 'repair', now, requested: false, writes: applied?.writes ?? 0 });
   return { ok: applied !== undefined, needsPull: false, targetsWaiting: waitsForCluster(applied) };
 }

@@ -352,9 +352,14 @@ export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGER}`;
 export const SUBSCRIPTION_LABEL = 'blockfeed.dev/subscription';
 export const SUBSCRIPTION_ANNOTATION = 'blockfeed.dev/subscription';
 
+/** A subscription's key, "namespace/name": in the work queue, the ledger, logs and the subscription annotation. */
+export function keyOf(sub: Pick<BlocklistSubscription, 'metadata'>): string {
+  return `${sub.metadata.namespace}/${sub.metadata.name}`;
+}
+
 /** A short stable id of a subscription, usable as a label value and in names. */
 export function subscriptionKey(sub: Pick<BlocklistSubscription, 'metadata'>): string {
-  return createHash('sha256').update(`${sub.metadata.namespace}/${sub.metadata.name}`).digest('hex').slice(0, 16);
+  return createHash('sha256').update(keyOf(sub)).digest('hex').slice(0, 16);
 }
 
 export function ownedLabels(sub: BlocklistSubscription): Record<string, string> {

@@ -19,6 +19,7 @@ import {
   getObject,
   isConflict,
   isNotFound,
+  keyOf,
   listMeta,
   mapLimit,
   ownedLabels,
@@ -115,7 +116,7 @@ export class ObjectTaken extends Error {
 export function ownedMetadata(sub: BlocklistSubscription, target: string): Pick<DesiredObject, 'labels' | 'annotations'> {
   return {
     labels: { ...ownedLabels(sub), [TARGET_LABEL]: target },
-    annotations: { [SUBSCRIPTION_ANNOTATION]: `${sub.metadata.namespace}/${sub.metadata.name}` },
+    annotations: { [SUBSCRIPTION_ANNOTATION]: keyOf(sub) },
   };
 }
 
@@ -224,7 +225,7 @@ export async function syncObjects(
   refusal?: Refusal,
 ): Promise<SyncResult> {
   const { apis, sub } = ctx;
-  const owner = `${sub.metadata.namespace}/${sub.metadata.name}`;
+  const owner = keyOf(sub);
   // The list request goes out first; a desired state given as a function is computed while it is answered.
   const listing = listOwned(ctx, resource, scope);
   listing.catch(() => undefined); // awaited below: a failure is not lost, only not reported twice
