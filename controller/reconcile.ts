@@ -10,6 +10,7 @@ import {
   GROUP,
   KIND,
   PLURAL,
+  SAFETY_DEFAULTS,
   SYNC_NOW_ANNOTATION,
   VERSION,
   type BlocklistSubscription,
@@ -24,7 +25,7 @@ import { FeedError, pullFeed } from './feed.ts';
 import { apiRequest, getObject, keyOf, sameJson, type Apis } from './runtime/k8s.ts';
 import { CONFIG_MAP, collectionPath, objectPath, type ResourceType } from './runtime/resources.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
-import { DEFAULT_LIMITS, DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
+import { DROP_REASONS, Sanitiser, judge, type SafetyLimits } from './safety.ts';
 import { nextSyncTime } from './schedule.ts';
 import { TARGET_KINDS, applyTarget, kindByField, kindOf, lookupsOf } from './targets/index.ts';
 import { ObjectTaken, ResourceNotServed, prefetchLists, type Prefetched } from './runtime/objects.ts';
@@ -101,7 +102,7 @@ const stateKey = (sub: BlocklistSubscription) => sub.metadata.uid ?? keyOf(sub);
 const seriesOf = (sub: BlocklistSubscription) => ({ namespace: sub.metadata.namespace, name: sub.metadata.name });
 
 function limitsOf(sub: BlocklistSubscription): SafetyLimits {
-  return { ...DEFAULT_LIMITS, ...sub.spec.safety };
+  return { ...SAFETY_DEFAULTS, ...sub.spec.safety };
 }
 
 /** Everything besides the feed body that shapes the applied list: a 304 or a record is only reusable if these are equal. */

@@ -14,20 +14,15 @@ import {
   type Entry,
   type Intervals,
 } from './cidr.ts';
+import type { BlocklistSubscriptionSpec } from '../api/v1alpha1/blocklist-subscription.ts';
 import { parseIPv4, parseIPv4Bytes } from '../common/ipv4.ts';
 import { NEVER_BLOCK } from '../common/never-block.ts';
 
 export const DROP_REASONS = ['invalid', 'never_block', 'cluster', 'allowlist', 'too_broad'] as const;
 type DropReason = (typeof DROP_REASONS)[number];
 
-export interface SafetyLimits {
-  maxEntries: number;
-  minPrefixV4: number;
-  minPrefixV6: number;
-  maxShrinkPercent: number;
-}
-
-export const DEFAULT_LIMITS: SafetyLimits = { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 };
+/** spec.safety: the limits a list is judged by (their defaults: SAFETY_DEFAULTS in the contract). */
+export type SafetyLimits = BlocklistSubscriptionSpec['safety'];
 
 interface SanitiseOptions {
   clusterCidrs?: readonly string[];

@@ -126,20 +126,26 @@ const Feed = Type.Object(
   },
 );
 
+/**
+ * The safety checks' defaults, written once: the CRD's defaults (the apiserver fills them in, per field and for an
+ * omitted block as a whole) and the safety stage's fallback for a subscription stored without them.
+ */
+export const SAFETY_DEFAULTS = { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 } as const;
+
 const Safety = Type.Object(
   {
-    maxEntries: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 200_000, description: 'refuse a list with more entries than this (after sanitising)' }),
-    minPrefixV4: Type.Integer({ minimum: 0, maximum: 32, default: 16, description: 'refuse IPv4 entries broader than this prefix length' }),
-    minPrefixV6: Type.Integer({ minimum: 0, maximum: 128, default: 32, description: 'refuse IPv6 entries broader than this prefix length' }),
+    maxEntries: Type.Integer({ minimum: 1, maximum: 10_000_000, default: SAFETY_DEFAULTS.maxEntries, description: 'refuse a list with more entries than this (after sanitising)' }),
+    minPrefixV4: Type.Integer({ minimum: 0, maximum: 32, default: SAFETY_DEFAULTS.minPrefixV4, description: 'refuse IPv4 entries broader than this prefix length' }),
+    minPrefixV6: Type.Integer({ minimum: 0, maximum: 128, default: SAFETY_DEFAULTS.minPrefixV6, description: 'refuse IPv6 entries broader than this prefix length' }),
     maxShrinkPercent: Type.Integer({
       minimum: 0,
       maximum: 100,
-      default: 50,
+      default: SAFETY_DEFAULTS.maxShrinkPercent,
       description: 'refuse a list that shrank by more than this percentage since the last applied one (100 = never refuse)',
     }),
   },
   {
-    default: { maxEntries: 200_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+    default: { ...SAFETY_DEFAULTS },
     description: 'checks a pulled list must pass before it is applied; a refused list leaves the last one in force',
   },
 );

@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { cidrStrings } from '../../../controller/cidr.ts';
-import { DEFAULT_LIMITS, Sanitiser, judge, sanitise } from '../../../controller/safety.ts';
+import { SAFETY_DEFAULTS } from '../../../api/v1alpha1/blocklist-subscription.ts';
+import { Sanitiser, judge, sanitise } from '../../../controller/safety.ts';
 
-const limits = DEFAULT_LIMITS;
+const limits = SAFETY_DEFAULTS;
 
 describe('sanitise', () => {
   it('drops invalid, never-block, cluster, allowlisted and too-broad entries, counting each reason', () => {
