@@ -2,7 +2,9 @@
 // changes, when `blockfeed.dev/sync-now` is set, when its schedule fires, or (after a failure) when its
 // back-off ends; it is repaired (the last applied list applied again, no pull) when the drift watch sees one
 // of its objects changed or deleted, with back-off while a target waits for the cluster, and once when this
-// process starts. Status writes by the controller itself trigger nothing.
+// process starts. A repair never waits for the feed: while pulls fail it runs between them, and what brings
+// a key here early (a drift) does not hasten the next pull. Status writes by the controller itself trigger
+// nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { GROUP, PLURAL, SYNC_NOW_ANNOTATION, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
@@ -47,6 +49,8 @@ export class SubscriptionController {
   private readonly nextSync = new Map<string, Date>();
   /** keys with a target waiting for the cluster, and how often it has been checked again since (armNext()) */
   private readonly targetChecks = new Map<string, number>();
+  /** keys whose last pull failed: failures in a row, and when the next pull may go out (the queue's back-off) */
+  private readonly pullRetries = new Map<string, { failures: number; at: number }>();
   private readonly drift: DriftWatch;
   private started = false;
   /** pulls run so far */
@@ -105,6 +109,7 @@ export class SubscriptionController {
       this.drifted.delete(key);
       this.nextSync.delete(key);
       this.targetChecks.delete(key);
+      this.pullRetries.delete(key);
       this.queue.forget(key);
     });
     this.informer.on('error', (err: unknown) => {
@@ -136,10 +141,14 @@ export class SubscriptionController {
 
   /** Asks for a sync of every known subscription now (used by the bench for a forced resync). */
   resyncAll(): void {
-    for (const sub of this.informer.list()) {
-      this.wanted.add(keyOf(sub));
-      this.queue.add(keyOf(sub));
-    }
+    for (const sub of this.informer.list()) this.pullNow(keyOf(sub));
+  }
+
+  /** A pull asked for now (a spec change, sync-now): it does not wait for a failed pull's back-off. */
+  private pullNow(key: string): void {
+    this.wanted.add(key);
+    this.pullRetries.delete(key);
+    this.queue.add(key);
   }
 
   private observe(sub: BlocklistSubscription, added: boolean): void {
@@ -150,9 +159,10 @@ export class SubscriptionController {
     if (sub.metadata.deletionTimestamp) return this.queue.add(key);
     const specChanged = sub.status?.observedGeneration !== sub.metadata.generation && (added || before?.generation !== now.generation);
     const syncNow = now.syncNow !== undefined && now.syncNow !== before?.syncNow;
+    if (specChanged || syncNow) return this.pullNow(key);
     // Never synced: pull (only on add: our own first writes come back as updates before the status does).
-    if (specChanged || syncNow || (added && !sub.status?.lastSyncTime)) this.wanted.add(key);
-    if (added || specChanged || syncNow) this.queue.add(key);
+    if (added && !sub.status?.lastSyncTime) this.wanted.add(key);
+    if (added) this.queue.add(key);
   }
 
   /** The subscription as the informer has it now (it may have changed while a run awaited something). */
@@ -170,23 +180,10 @@ export class SubscriptionController {
     await ensureFinalizer(this.deps, sub);
     // Suspended: no pulls and no repairs; what was applied stays as it is.
     if (sub.spec.suspend && !this.wanted.has(key)) return true;
-    if (!this.wanted.has(key)) {
-      // Not asked to pull: first make the targets hold the last applied list, when this process has not
-      // checked them yet (it just started, or just became leader), one of them drifted, or one waits for the
-      // cluster.
-      const drifted = this.drifted.get(key);
-      const startUp = !this.deps.applied.has(sub.metadata.uid ?? key);
-      if (drifted !== undefined || startUp || this.targetChecks.has(key)) {
-        this.drifted.delete(key);
-        this.repairs++;
-        const why = drifted ?? (startUp ? 'start-up check' : 'a target was waiting for the cluster');
-        const repair = await repairSubscription(this.deps, sub, why, drifted !== undefined || startUp);
-        // A failed check (a new CRD's storage still initialising answers 429) keeps the key waiting: the work
-        // queue's back-off brings it back here.
-        if (repair.ok) this.noteTargets(key, repair.targetsWaiting);
-        if (repair.needsPull) this.wanted.add(key);
-        else if (!repair.ok) return false;
-      }
+    // A pull that failed goes out again when its back-off ends, not sooner for whatever else brings the key here.
+    const retryAt = this.pullRetries.get(key)?.at ?? 0;
+    if (!this.wanted.has(key) || retryAt > Date.now()) {
+      if (!(await this.repairIfDue(key, sub))) return false;
     }
     const now = new Date();
     if (!this.wanted.has(key)) {
@@ -197,6 +194,9 @@ export class SubscriptionController {
         return true;
       }
       if (sub.spec.suspend) return true;
+    } else if (retryAt > now.getTime()) {
+      this.armNext(key, new Date(retryAt));
+      return true;
     }
     this.wanted.delete(key);
     // A spec change that arrived during the repair above is in the informer's copy, not in `sub`.
@@ -207,13 +207,41 @@ export class SubscriptionController {
     this.noteTargets(key, result.targetsWaiting);
     if (!result.ok) {
       this.wanted.add(key);
-      return false;
+      const failures = (this.pullRetries.get(key)?.failures ?? 0) + 1;
+      const at = Date.now() + this.queue.backoffMs(failures);
+      this.pullRetries.set(key, { failures, at });
+      // The targets still hold the last applied list: what waited for this run (a drift, the start-up check)
+      // is repaired now, not once the feed is back, from the status the failed sync left (the informer's copy
+      // may not have it yet).
+      if (!(await this.repairIfDue(key, { ...latest, status: result.status }))) return false;
+      this.armNext(key, new Date(at));
+      return true;
     }
+    this.pullRetries.delete(key);
     if (result.nextSyncTime && !latest.spec.suspend) {
       this.nextSync.set(key, result.nextSyncTime);
       this.armNext(key, result.nextSyncTime);
     }
     return true;
+  }
+
+  /**
+   * Makes the targets hold the last applied list again, without a pull, when this process has not checked them
+   * yet (it just started, or just became leader), one of them drifted, or one waits for the cluster. Answers
+   * false when the check failed (a new CRD's storage still initialising answers 429): the key then waits for the
+   * work queue's back-off. A repair that finds no list it can trust asks for a pull.
+   */
+  private async repairIfDue(key: string, sub: BlocklistSubscription): Promise<boolean> {
+    const drifted = this.drifted.get(key);
+    const startUp = !this.deps.applied.has(sub.metadata.uid ?? key);
+    if (drifted === undefined && !startUp && !this.targetChecks.has(key)) return true;
+    this.drifted.delete(key);
+    this.repairs++;
+    const why = drifted ?? (startUp ? 'start-up check' : 'a target was waiting for the cluster');
+    const repair = await repairSubscription(this.deps, sub, why, drifted !== undefined || startUp);
+    if (repair.ok) this.noteTargets(key, repair.targetsWaiting);
+    if (repair.needsPull) this.wanted.add(key);
+    return repair.ok || repair.needsPull;
   }
 
   /**

@@ -57,6 +57,8 @@ interface ReconcileResult {
   nextSyncTime?: Date;
   /** Some target waits for the cluster (WAITING_REASONS): worth applying again before the next sync. */
   targetsWaiting: boolean;
+  /** the status the sync left (written, or the same as the stored one but for its sync times) */
+  status: BlocklistSubscriptionStatus;
 }
 
 /**
@@ -446,7 +448,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     // null removes the field in a merge patch: a suspended subscription has no next sync.
     const suspended = { ...status, observedGeneration: generation, nextSyncTime: null as unknown as undefined };
     if (statusWriteNeeded(sub.status, suspended, now, requested)) await patchStatus(deps.apis, sub, suspended);
-    return { ok: true, targetsWaiting: false };
+    return { ok: true, targetsWaiting: false, status: suspended };
   }
 
   let failure: { reason: string; message: string } | undefined;
@@ -497,7 +499,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     if (!status.lastSuccessfulSyncTime) report.condition('Ready', 'False', 'NeverApplied', 'no list has been applied yet');
   }
   await endRun(deps, sub, report, { kind: 'sync', now, requested, writes: applied?.writes ?? 0 });
-  return { ok: !failure, nextSyncTime: next, targetsWaiting: waitsForCluster(applied) };
+  return { ok: !failure, nextSyncTime: next, targetsWaiting: waitsForCluster(applied), status };
 }
 
 /**

@@ -2,13 +2,14 @@
 // or emptied by hand, and a ConfigMap shard deleted, are put back within seconds without pulling the feed; a
 // controller started again (a new instance: nothing in memory, as after kill -9; leader.test.ts kills a real
 // process) checks every target against the list it recorded, repairs what changed while it was away, again
-// without a pull, and exposes the subscription's metrics at once. An
-// unchanged scheduled resync writes no status. Repair times are printed, not asserted.
+// without a pull, and exposes the subscription's metrics at once. An object deleted while pulls keep failing
+// (the feed down) is put back all the same. An unchanged scheduled resync writes no status. Repair times are
+// printed, not asserted.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergePatch } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from './support.ts';
 
 const feed = new FeedServer();
 let h: Harness;
@@ -178,5 +179,34 @@ describe('drift', () => {
     expect(feed.requests.length).toBe(pulls + 1);
     // and the record is back
     await eventually(async () => ((await h.core.listNamespacedConfigMap({ namespace: home, labelSelector: 'blockfeed.dev/target=appliedList' })).items.length ? true : undefined), 30_000, 'the record');
+  });
+
+  it('puts back a deleted NetworkPolicy while pulls keep failing, and the status still names the feed', async () => {
+    feed.mode = 'error500';
+    try {
+      const failed = await syncNow(h, home, 'watched');
+      expect(condition(failed, 'Degraded')).toMatchObject({ status: 'True', reason: 'FeedHttpError' });
+      const answered = feed.answers.length;
+      const repairEvents = async () => (await events(h, home, 'watched')).filter((e) => e.reason === 'DriftRepaired' && /NetworkPolicy .* deleted/.test(e.message ?? '')).length;
+      const eventsBefore = await repairEvents();
+      const before = (await policy())!;
+      const started = Date.now();
+      await h.net.deleteNamespacedNetworkPolicy({ name: before.metadata!.name!, namespace: guarded });
+      const after = await repaired('deleted NetworkPolicy, feed down', started, async () => {
+        const p = await policy();
+        return p && p.metadata!.uid !== before.metadata!.uid ? p : undefined;
+      });
+      expect(except(after)).toEqual(V4);
+      // The feed stayed down throughout: every pull since failed, and a repair does not clear the feed's failure.
+      await eventually(async () => (feed.answers.length > answered ? true : undefined), 30_000, 'a pull retried');
+      expect(feed.answers.slice(answered).every((status) => status === 500)).toBe(true);
+      expect(condition(await getSubscription(h, home, 'watched'), 'Degraded')).toMatchObject({ status: 'True', reason: 'FeedHttpError' });
+      expect(await repairEvents()).toBe(eventsBefore + 1);
+    } finally {
+      feed.mode = 'ok';
+    }
+    // and recovers once the feed is healthy again
+    const ok = await syncNow(h, home, 'watched');
+    expect(condition(ok, 'Degraded')?.status).toBe('False');
   });
 });
