@@ -4,7 +4,7 @@
 // errors answer without them.
 import { createLogger, type Logger } from '../common/logging.ts';
 import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
+import type { Database } from './store/database.ts';
 
 export interface CommandContext {
   config: Config;
@@ -26,7 +26,7 @@ interface StoreOptions {
 
 export async function withStore<T>(options: StoreOptions, work: (db: Database, context: CommandContext) => Promise<T>): Promise<T> {
   const context = await commandContext();
-  const { openMigratedDatabase } = await import('./db/migrate.ts');
+  const { openMigratedDatabase } = await import('./store/migrate.ts');
   const db = await openMigratedDatabase({ config: context.config, log: context.log, ...options });
   try {
     return await work(db, context);

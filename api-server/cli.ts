@@ -31,7 +31,7 @@ export function registerApiServerCommands(program: Command): void {
     .description('apply pending database migrations and exit')
     .action(async () => {
       const { config, log } = await commandContext();
-      const [{ openCheckedDatabase }, { migrate }] = await Promise.all([import('./db/database.ts'), import('./db/migrate.ts')]);
+      const [{ openCheckedDatabase }, { migrate }] = await Promise.all([import('./store/database.ts'), import('./store/migrate.ts')]);
       const db = await openCheckedDatabase({ config, log, applicationName: 'blockfeed-migrate' });
       try {
         const { applied, current } = await migrate(db.pool, log);

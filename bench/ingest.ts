@@ -19,9 +19,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createLogger } from '../common/logging.ts';
-import { startEmbedded, type EmbeddedServer } from '../api-server/db/embedded.ts';
-import { ensureDatabaseExists, withDatabase } from '../api-server/db/database.ts';
-import { migrate } from '../api-server/db/migrate.ts';
+import { startEmbedded, type EmbeddedServer } from '../api-server/store/embedded.ts';
+import { ensureDatabaseExists, withDatabase } from '../api-server/store/database.ts';
+import { migrate } from '../api-server/store/migrate.ts';
 import { parserFor } from '../api-server/ingest/parsers/index.ts';
 import { cowrieLines } from './cowrie-gen.ts';
 

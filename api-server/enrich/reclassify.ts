@@ -2,7 +2,7 @@
 // lookup tables and data/*.yaml (after updating the curated lists or the npm data packages). Addresses are
 // read and rewritten in pages of 20,000, each page one UPDATE of the rows that changed.
 import type pg from 'pg';
-import { ATTACK_DATA_LOCK } from '../db/locks.ts';
+import { ATTACK_DATA_LOCK } from '../store/locks.ts';
 import { parseAddress } from './address.ts';
 import type { Enricher, Enrichment } from './enricher.ts';
 
@@ -54,7 +54,7 @@ export async function reclassify(pool: pg.Pool, enricher: Enricher): Promise<Rec
         FIELDS.forEach((field, i) => columns[i]?.push(x[field]));
       }
       await client.query('begin');
-      // As every writer of attack data (db/locks.ts): an ingest window updating the same rows never deadlocks with it.
+      // As every writer of attack data (store/locks.ts): an ingest window updating the same rows never deadlocks with it.
       await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
       changed += (await client.query(APPLY, [ips, ...columns])).rowCount ?? 0;
       await client.query('commit');

@@ -7,6 +7,7 @@ import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import { describeAllowed, type JsonSchemaLike } from '../schema-text.ts';
+import { isStoreUnavailable } from '../store/unavailable.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 import { parseQuery, type ParamProblem } from './validate-query.ts';
 
@@ -79,16 +80,6 @@ function schemaAt(schema: TSchema, pointer: string): JsonSchemaLike {
   let at: unknown = schema;
   for (const step of pointer.replace(/^#\/?/, '').split('/').filter(Boolean)) at = (at as Record<string, unknown> | undefined)?.[decodeURIComponent(step)];
   return (at ?? {});
-}
-
-/** Errors of the store being unreachable (connection refused, shutting down, too many clients, ...). */
-export function isStoreUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  if (typeof e.code === 'string') {
-    if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300'].includes(e.code)) return true;
-    if (e.code.startsWith('08')) return true;
-  }
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message ?? '');
 }
 
 function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {

@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../common/logging.ts';
-import type { Database } from '../db/database.ts';
+import type { Database } from '../store/database.ts';
 import { ingestRoute } from '../ingest/route.ts';
 import { healthRoutes } from './health.ts';
 import { metricsRoute } from './metrics.ts';

@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import { createLogger } from '../../common/logging.ts';
-import { openMigratedDatabase } from '../db/migrate.ts';
+import { openMigratedDatabase } from '../store/migrate.ts';
 import { sharedEnricher } from '../enrich/enricher.ts';
 import { parserFor, type InputFormat } from './parsers/index.ts';
 import { ingest, type IngestStats } from './pipeline.ts';

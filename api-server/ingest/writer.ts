@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { SERVICES } from '../../common/vocabulary.ts';
-import { ATTACK_DATA_LOCK } from '../db/locks.ts';
+import { ATTACK_DATA_LOCK } from '../store/locks.ts';
 import type { Enricher } from '../enrich/enricher.ts';
 import { AddressFacts, MAX_SENSORS } from './address-facts.ts';
 import { EventBatch, EVENT_COLUMNS } from './batch.ts';

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { printTable } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
 import { withStore } from '../cli-context.ts';
-import type { Database } from '../db/database.ts';
+import type { Database } from '../store/database.ts';
 import { createKey, listKeys, revokeKey } from './store.ts';
 import { parseTierQuotas, type Quota } from './tiers.ts';
 

@@ -13,3 +13,11 @@ export function parseTierQuotas(text: string): Map<string, Quota> {
   }
   return tiers;
 }
+
+/** Tier quotas count calls per UTC day. */
+export const QUOTA_WINDOW_SECONDS = 86_400;
+
+/** The rate counter a key's daily quota is metered in (the API counts it, the member centre shows it). */
+export function quotaBucket(keyId: number): string {
+  return `quota:${keyId}`;
+}

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { printTable } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
 import { withStore } from '../cli-context.ts';
-import type { Database } from '../db/database.ts';
+import type { Database } from '../store/database.ts';
 import { parseTierQuotas, type Quota } from '../keys/tiers.ts';
 import { activateMember, disableMember, findMemberByRef, listMembers, setMemberTier, type Member } from './store.ts';
 import { hasForbiddenCharacters, quoted, shown } from './untrusted-text.ts';

@@ -4,7 +4,7 @@
 // distinct sensors — and clears the mark. Readers sum per address anyway, so compaction changes no answer,
 // only how many rows they read. It holds the attack-data lock, so no ingest window appends meanwhile.
 import type pg from 'pg';
-import { ATTACK_DATA_LOCK } from '../db/locks.ts';
+import { ATTACK_DATA_LOCK } from '../store/locks.ts';
 import { MAX_PORTS } from '../ingest/hourly.ts';
 
 const MERGE_DAY = `

@@ -2,7 +2,7 @@
 // dropped a whole daily partition at a time (DROP TABLE, never DELETE); addresses not seen since then go too.
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
-import { ATTACK_DATA_LOCK } from '../db/locks.ts';
+import { ATTACK_DATA_LOCK } from '../store/locks.ts';
 import { compactHourly, type CompactionResult } from './compaction.ts';
 
 export const RETENTION_DAYS = 30;

@@ -6,8 +6,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import Type from 'typebox';
-import { QUOTA_WINDOW_SECONDS, quotaBucket, windowStart } from '../http/limits.ts';
 import { createKey, listKeys, revokeKey, type ApiKey } from '../keys/store.ts';
+import { QUOTA_WINDOW_SECONDS, quotaBucket } from '../keys/tiers.ts';
+import { currentHits } from '../store/rate-counters.ts';
 import { feedSnippets } from './feeds.ts';
 import { sendMessage, sendPage } from './pages.ts';
 import { csrfCheck, CsrfForm, FormText, isSubscribed, memberOf, requireMember, siteBase, type SiteDeps } from './site.ts';
@@ -20,11 +21,7 @@ const CreateForm = Type.Object({ _csrf: FormText(200), name: FormText(4 * KEY_NA
 
 /** Calls each key made in the current UTC day, from the counters its quota is metered by. */
 async function callsToday(pool: pg.Pool, keys: ApiKey[], now: Date): Promise<Map<number, number>> {
-  const { rows } = await pool.query<{ bucket: string; hits: number }>('select bucket, hits from rate_counters where bucket = any($1) and window_start = $2', [
-    keys.map((k) => quotaBucket(k.id)),
-    windowStart(QUOTA_WINDOW_SECONDS, now),
-  ]);
-  const hits = new Map(rows.map((r) => [r.bucket, r.hits]));
+  const hits = await currentHits(pool, keys.map((k) => quotaBucket(k.id)), QUOTA_WINDOW_SECONDS, now);
   return new Map(keys.map((k) => [k.id, hits.get(quotaBucket(k.id)) ?? 0]));
 }
 

@@ -1,5 +1,5 @@
-// Throttles of the account forms, counted in the API's PostgreSQL limiter (rate_counters, fixed windows) in
-// buckets of their own, so they hold across replicas. Sign-in follows OWASP's advice against both guessing
+// Throttles of the account forms, counted in the store's rate counters (store/rate-counters.ts, fixed windows)
+// in buckets of their own, so they hold across replicas. Sign-in follows OWASP's advice against both guessing
 // and lock-out (Authentication Cheat Sheet, "Slow Down Online Guessing Attacks with Device Cookies"):
 //
 // - a browser without a device cookie for the account is counted by its client network (across accounts),
@@ -17,7 +17,7 @@
 // per account: one who holds a session can guess there, but cannot lock the owner out of signing in.
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { clearHits, clientSubject, countHit } from '../http/limits.ts';
+import { clearHits, clientSubject, countHit, type CounterWindow } from '../store/rate-counters.ts';
 
 interface Throttle {
   prefix: string;
@@ -41,7 +41,7 @@ export const SIGN_UP_PER_ADDRESS: Throttle = { prefix: 'sign-up:address:', limit
 /** How long a device cookie lets its browser past the account's ceiling (renewed at every sign-in). */
 export const DEVICE_DAYS = 180;
 
-function bucketOf(t: Throttle, subject: string): { bucket: string; windowSeconds: number } {
+function bucketOf(t: Throttle, subject: string): CounterWindow {
   return { bucket: t.prefix + subject, windowSeconds: t.windowSeconds };
 }
 

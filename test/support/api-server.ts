@@ -5,7 +5,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadConfig, type Config } from '../../api-server/config.ts';
 import { createLogger } from '../../common/logging.ts';
 import { createRegistry } from '../../common/metrics.ts';
-import { openDatabase } from '../../api-server/db/database.ts';
+import { openDatabase } from '../../api-server/store/database.ts';
 import { buildServer } from '../../api-server/http/server.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { withDatabase } from '../../api-server/db/database.ts';
+import { withDatabase } from '../../api-server/store/database.ts';
 
 export interface TestDatabase {
   readonly name: string;

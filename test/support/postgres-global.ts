@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { createLogger } from '../../common/logging.ts';
-import { startEmbedded } from '../../api-server/db/embedded.ts';
-import { ensureDatabaseExists, withDatabase } from '../../api-server/db/database.ts';
-import { migrate } from '../../api-server/db/migrate.ts';
+import { startEmbedded } from '../../api-server/store/embedded.ts';
+import { ensureDatabaseExists, withDatabase } from '../../api-server/store/database.ts';
+import { migrate } from '../../api-server/store/migrate.ts';
 import pg from 'pg';
 
 export const TEMPLATE_DB = 'blockfeed_template';

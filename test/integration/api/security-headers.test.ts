@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../api-server/config.ts';
 import { createLogger } from '../../../common/logging.ts';
 import { createRegistry } from '../../../common/metrics.ts';
-import { openDatabase } from '../../../api-server/db/database.ts';
+import { openDatabase } from '../../../api-server/store/database.ts';
 import { buildServer } from '../../../api-server/http/server.ts';
 import { CROSS_ORIGIN_READ_HEADERS, SECURITY_HEADERS } from '../../../api-server/http/security-headers.ts';
 import { createKey } from '../../../api-server/keys/store.ts';

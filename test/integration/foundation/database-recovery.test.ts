@@ -10,9 +10,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../common/logging.ts';
-import { startEmbedded } from '../../../api-server/db/embedded.ts';
-import { ensureDatabaseExists, openDatabase, withDatabase } from '../../../api-server/db/database.ts';
-import { isStoreUnavailable } from '../../../api-server/http/problem.ts';
+import { startEmbedded } from '../../../api-server/store/embedded.ts';
+import { ensureDatabaseExists, openDatabase, withDatabase } from '../../../api-server/store/database.ts';
+import { isStoreUnavailable } from '../../../api-server/store/unavailable.ts';
 import { runCli, startServe, tempDataDir, type ServeProcess } from '../../support/cli.ts';
 import { pushOneEvent, startLoad } from '../../support/load.ts';
 

@@ -6,7 +6,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createLogger } from '../../../common/logging.ts';
-import { binaries, runnableBinaries } from '../../../api-server/db/embedded.ts';
+import { binaries, runnableBinaries } from '../../../api-server/store/embedded.ts';
 
 const log = createLogger({ level: 'silent' });
 

@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, wri
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { withDatabase } from '../../../api-server/db/database.ts';
-import { startEmbedded, type EmbeddedServer } from '../../../api-server/db/embedded.ts';
+import { withDatabase } from '../../../api-server/store/database.ts';
+import { startEmbedded, type EmbeddedServer } from '../../../api-server/store/embedded.ts';
 import { createLogger } from '../../../common/logging.ts';
 import { runCli, tempDataDir } from '../../support/cli.ts';
 

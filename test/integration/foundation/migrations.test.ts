@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../common/logging.ts';
-import { loadMigrations, migrate } from '../../../api-server/db/migrate.ts';
+import { loadMigrations, migrate } from '../../../api-server/store/migrate.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
 const log = createLogger({ level: 'silent' });

@@ -1,6 +1,6 @@
 // What a database URL looks like in messages: where it points and as whom, never its password.
 import { describe, expect, it } from 'vitest';
-import { describeDatabaseUrl, withDatabase } from '../../../api-server/db/database.ts';
+import { describeDatabaseUrl, withDatabase } from '../../../api-server/store/database.ts';
 
 describe('describeDatabaseUrl', () => {
   it('names host, port, database and user without the password', () => {

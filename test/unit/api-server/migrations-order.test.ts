@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadMigrations, orderMigrations } from '../../../api-server/db/migrate.ts';
+import { loadMigrations, orderMigrations } from '../../../api-server/store/migrate.ts';
 
 describe('orderMigrations', () => {
   it('orders by number and ignores non-SQL files', () => {

@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import type { Logger } from '../../common/logging.ts';
 import { startEmbedded, type EmbeddedServer } from './embedded.ts';
+import { storeUnavailableReason } from './unavailable.ts';
 
 export interface Database {
   readonly pool: pg.Pool;
@@ -70,19 +71,6 @@ export async function openDatabase({ config, log, applicationName = 'blockfeed',
   };
 }
 
-/** Errors that mean the database cannot be reached or will not let us in: the operator's to fix, not a bug. */
-const UNUSABLE: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ENOTFOUND: 'no such host',
-  EAI_AGAIN: 'host name not resolved',
-  ETIMEDOUT: 'connection timed out',
-  EHOSTUNREACH: 'host unreachable',
-  '28P01': 'password authentication failed',
-  '28000': 'not authorised',
-  '3D000': 'no such database',
-  '57P03': 'the server is starting up or shutting down',
-};
-
 /** host:port/database as user — a database URL without its password, for messages. */
 export function describeDatabaseUrl(url: string): string {
   const u = new URL(url);
@@ -97,11 +85,11 @@ async function checkConnection(db: Database): Promise<void> {
   try {
     await db.pool.query('select 1');
   } catch (err) {
-    const code = (err as { code?: string }).code ?? '';
-    const reason = UNUSABLE[code];
+    const reason = storeUnavailableReason(err);
     if (reason === undefined) throw err;
+    const code = (err as { code?: unknown }).code;
     throw new UserError(
-      `cannot use the database at ${describeDatabaseUrl(db.url)}: ${reason} (${code}); set DATABASE_URL, or leave it unset for the embedded database`,
+      `cannot use the database at ${describeDatabaseUrl(db.url)}: ${reason}${typeof code === 'string' ? ` (${code})` : ''}; set DATABASE_URL, or leave it unset for the embedded database`,
       1,
       { cause: err },
     );
