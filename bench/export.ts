@@ -3,7 +3,7 @@
 // Targets: median time ≤ 1.5× COPY's; server peak RSS ≤ 250 MiB.
 import { addressesSql } from '../api-server/query/list-sql.ts';
 import { exportFilter } from '../api-server/query/lists.ts';
-import type { ExportQuery } from '../api-server/http/endpoint-params.ts';
+import type { ExportQuery } from '../api-server/query/endpoint-params.ts';
 import { benchStore, median, requireCommands, startServeChild, timeCommand } from './harness.ts';
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 1_000_000);

@@ -2,7 +2,7 @@
 // (X-API-Key, or key=); /api/stats and /api/recent are public. Parameters: endpoint-params.ts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { DedupParams, ExportParams, RecentParams, ScanExportParams, StatsParams } from './endpoint-params.ts';
+import { DedupParams, ExportParams, RecentParams, ScanExportParams, StatsParams } from '../query/endpoint-params.ts';
 import { formatRecent } from '../render/recent.ts';
 import { dedupFilter, exportFilter, scanExportFilter } from '../query/lists.ts';
 import { queryRecent } from '../query/recent.ts';

@@ -71,7 +71,7 @@ export function strongEtag(body: Buffer): string {
 export interface ListIdentity {
   /** The software release: one that renders differently has another version. */
   release: string;
-  /** The data version of the snapshot the list is read from (stream.ts). */
+  /** The data version of the snapshot the list is read from (query/stream.ts). */
   dataVersion: string;
   /** The normalised query: the cache key (endpoint, parameters with defaults, format). */
   key: string;
@@ -85,11 +85,6 @@ export interface ListIdentity {
  */
 export function listEtag({ release, dataVersion, key, asOf }: ListIdentity): string {
   return etagOf(createHash('sha256').update(`list\n${release}\n${dataVersion}\n${key}\n${asOf.toISOString()}`));
-}
-
-/** The instant a list describes: now, down to the whole minute (so replicas and repeated requests agree). */
-export function listInstant(now: Date): Date {
-  return new Date(Math.floor(now.getTime() / 60_000) * 60_000);
 }
 
 /** Does an If-None-Match header list this ETag (or `*`)? Weak comparison, as RFC 9110 asks for 304s. */

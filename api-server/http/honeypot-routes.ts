@@ -3,7 +3,7 @@
 // invalid one is 401. Parameters: endpoint-params.ts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams } from './endpoint-params.ts';
+import { HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams } from '../query/endpoint-params.ts';
 import { formatRecent } from '../render/recent.ts';
 import { dedupFilter } from '../query/lists.ts';
 import { queryRecent } from '../query/recent.ts';

@@ -9,7 +9,7 @@ import { Value } from 'typebox/value';
 import { describeAllowed, type JsonSchemaLike } from '../schema-text.ts';
 import { isStoreUnavailable } from '../store/unavailable.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
-import { parseQuery, type ParamProblem } from './validate-query.ts';
+import { parseQuery, type ParamProblem } from '../query/validate-query.ts';
 
 interface ProblemInit {
   status: number;
@@ -45,7 +45,7 @@ function badParameters(problems: ParamProblem[]): ProblemError {
 }
 
 /**
- * Validates every part a route declares a schema for. Query strings go through validate-query.ts (every
+ * Validates every part a route declares a schema for. Query strings go through query/validate-query.ts (every
  * problem at once, each with what the parameter allows); bodies, path parameters and headers through
  * TypeBox's compiled checker. Either way a failure is a problem+json 400 naming what was wrong.
  */

@@ -9,8 +9,10 @@ import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/list-sql.ts';
+import { listInstant } from '../query/lists.ts';
 import { openListSnapshot } from '../query/stream.ts';
-import { cacheKey, cacheSeconds, etagMatches, listEtag, listInstant, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
+import { readListBody } from '../render/list-body.ts';
+import { cacheKey, cacheSeconds, etagMatches, listEtag, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
 import { visibility, type RouteGuard } from './guard.ts';
 import type { ApiRouteConfig } from './route-config.ts';
 
@@ -69,7 +71,7 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
     return sendNotModified(reply, visibility(route), entry);
   }
   const limit = list.truncates ? LIMITS.exportMaxRecords : undefined;
-  const stream = await snapshot.stream({
+  const stream = await readListBody(snapshot, {
     filter: list.filter(asOf),
     format: list.format,
     generatedAt: asOf,

@@ -4,7 +4,7 @@
 // and is quoted anyway.
 import { parseIPv4 } from '../../common/ipv4.ts';
 import { NEVER_BLOCK } from '../../common/never-block.ts';
-import { SERVICES, normalizeProvince, type AddressType, type Isp, type Level, type Net, type Precision, type Service } from '../../common/vocabulary.ts';
+import { SERVICES, normalizeProvince, type AddressType, type Isp, type Level, type Net, type Precision, type Service, type Source } from '../../common/vocabulary.ts';
 
 /** Which "last seen" decides whether an address is in the window. */
 export type WindowBasis = 'any' | 'honeypot' | 'telescope';
@@ -158,6 +158,26 @@ export function addressesSql(f: ListFilter, limit?: number, truncate = false): s
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS"Z"'`;
+
+/** A row of recordsSql: an address with its classification, activity and enrichment within the window. */
+export interface AddressRecord {
+  ip: string;
+  /** ISO 8601 UTC. */
+  first_seen: string;
+  last_seen: string;
+  attacks: number;
+  type: AddressType;
+  level: Level;
+  precision: Precision;
+  sources: Source[];
+  services: Service[];
+  ports: number[];
+  country: string | null;
+  province: string | null;
+  isp: Isp | null;
+  net: Net | null;
+  asn: number | null;
+}
 
 /** Full records (json, csv): classification in the window plus attacks and ports from ip_hourly. */
 export function recordsSql(f: ListFilter, limit?: number, truncate = false): string {

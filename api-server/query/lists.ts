@@ -1,7 +1,12 @@
-// What each list endpoint selects, as a ListFilter (pure). See docs/http-api.md:
+// What each list endpoint selects, as a ListFilter, and the instant a list describes (pure). See docs/http-api.md:
 // research scanners only when named or with include_research=1; dedup merges scan sources unless include_scan=0.
 import type { FilterQuery } from '../../common/list-filters.ts';
 import type { ListFilter } from './list-sql.ts';
+
+/** The instant a list describes: now, down to the whole minute (so replicas and repeated requests agree). */
+export function listInstant(now: Date): Date {
+  return new Date(Math.floor(now.getTime() / 60_000) * 60_000);
+}
 
 function windowStart(now: Date, hours: number): Date {
   return new Date(now.getTime() - hours * 3_600_000);

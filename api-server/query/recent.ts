@@ -2,7 +2,18 @@
 // so are sources that may not be published (list-sql.ts).
 import type pg from 'pg';
 import { publishableSql } from './list-sql.ts';
-import type { RecentEvent } from '../render/recent.ts';
+
+export interface RecentEvent {
+  /** ISO 8601 UTC. */
+  ts: string;
+  ip: string;
+  country: string | null;
+  port: number | null;
+  service: string | null;
+  source: string;
+  /** What was typed on the honeypot, if anything (variant A shows it). */
+  command?: string | null;
+}
 
 /** Raw events are kept 30 days + margin; looking further back would only scan dropped partitions' absence. */
 const LOOKBACK_DAYS = 32;

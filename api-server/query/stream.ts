@@ -1,18 +1,14 @@
-// Streams a list out of PostgreSQL with backpressure: txt through COPY (the cheapest way PostgreSQL has to
-// emit rows), csv and json through a cursor and the record formatters, all inside one read-only snapshot
-// whose data version is known before the list is read (the ETag, respond.ts). A consumer that goes away
-// (client disconnect) cancels the running statement and discards its connection.
-import { Transform, pipeline, type Readable } from 'node:stream';
+// Streams a list's rows out of PostgreSQL with backpressure: one address a line through COPY (the cheapest
+// way PostgreSQL has to emit rows, and the txt format as it is), or full records through a cursor, all inside
+// one read-only snapshot whose data version is known before the list is read (the ETag, http/respond.ts).
+// A reader that goes away (client disconnect) cancels the running statement and discards its connection.
+// Turning records into csv or json is the render layer's (render/list-body.ts).
+import { pipeline, type Duplex, type Readable } from 'node:stream';
 import type pg from 'pg';
 import QueryStream from 'pg-query-stream';
 import { to as copyTo } from 'pg-copy-streams';
-import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
-import { csvHeader, csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord, type ListEnvelope } from '../render/records.ts';
 import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './list-sql.ts';
-
-/** Chunk size handed to the socket when formatting records in JavaScript. */
-const FLUSH_BYTES = 64 * 1024;
 
 /**
  * Drops the connection and stops its backend's statement. The connection goes back to the pool first: the
@@ -25,48 +21,28 @@ async function discard(pool: pg.Pool, client: pg.PoolClient, log: Logger): Promi
   if (pid) await pool.query('select pg_cancel_backend($1)', [pid]).catch((err: Error) => log.warn({ err: { message: err.message } }, 'could not cancel query'));
 }
 
-/** Formats address records into text, batching small strings into larger chunks. */
-function recordFormatter(format: 'csv' | 'json', envelope: ListEnvelope): Transform {
-  let pending = format === 'csv' ? csvHeader() : jsonOpen(envelope);
-  let first = true;
-  return new Transform({
-    writableObjectMode: true,
-    transform(record: AddressRecord, _enc, done) {
-      if (format === 'csv') pending += csvRecord(record);
-      else {
-        pending += first ? jsonRecord(record) : `,${jsonRecord(record)}`;
-        first = false;
-      }
-      if (pending.length >= FLUSH_BYTES) {
-        this.push(pending);
-        pending = '';
-      }
-      done();
-    },
-    flush(done) {
-      if (format === 'json') pending += jsonClose();
-      if (pending) this.push(pending);
-      done();
-    },
-  });
-}
-
-interface ListStreamOptions {
+export interface ListReadOptions {
   filter: ListFilter;
-  format: Format;
-  generatedAt: Date;
-  windowHours: number;
-  /** At most this many records; beyond it the most severe and most recent are kept (truncated). */
+  /** `addresses`: COPY text, one address a line; `records`: AddressRecord objects (list-sql.ts). */
+  rows: 'addresses' | 'records';
+  /** At most this many rows; beyond it the most severe and most recent are kept (truncated). */
   limit?: number;
   /** Count the matches first (needed for the json envelope and for truncation). */
   count: boolean;
 }
 
-interface ListStream {
-  body: Readable;
-  /** Records in the body (known when counted). */
+export interface ListRows {
+  /** In address order; the snapshot's connection is released when it ends or is destroyed. */
+  rows: Readable;
+  /** Rows in the stream (known when counted). */
   count?: number;
   truncated: boolean;
+  /**
+   * Pipes the rows into `end` (a formatter making them a body) and returns it; the rows are then read through
+   * it only. A connection lost mid-list destroys `end` at once with the loss: the cursor, destroyed itself,
+   * reports nothing until the dead connection answers, which it never does.
+   */
+  pipeTo<T extends Duplex>(end: T): T;
 }
 
 /** One read-only snapshot of the store, from which one list is read (or none). */
@@ -76,8 +52,8 @@ export interface ListSnapshot {
    * `<epoch>:<version>`: equal for two snapshots only when they see the same addresses and rollups.
    */
   readonly dataVersion: string;
-  /** Streams a list; the connection is released when the stream ends. At most once per snapshot. */
-  stream(options: ListStreamOptions): Promise<ListStream>;
+  /** Reads a list; the connection is released when its rows end. At most once per snapshot. */
+  read(options: ListReadOptions): Promise<ListRows>;
   /** Ends the snapshot without reading a list (the client has it already). */
   close(): Promise<void>;
 }
@@ -101,7 +77,7 @@ export async function openListSnapshot(pool: pg.Pool, log: Logger): Promise<List
   }
   return {
     dataVersion,
-    stream: (options) => streamList(pool, client, log, options),
+    read: (options) => readList(pool, client, log, options),
     close: async () => {
       try {
         await client.query('commit');
@@ -114,16 +90,16 @@ export async function openListSnapshot(pool: pg.Pool, log: Logger): Promise<List
 }
 
 /**
- * Reads the list on the snapshot's connection and returns its body stream; the connection is released when
- * it ends. The count and the rows come from the one snapshot, so the envelope's count matches the data.
+ * Reads the list on the snapshot's connection and returns its rows; the connection is released when they
+ * end. The count and the rows come from the one snapshot, so a json envelope's count matches the data.
  */
-async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { filter, format, generatedAt, windowHours, limit, count }: ListStreamOptions): Promise<ListStream> {
+async function readList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { filter, rows, limit, count }: ListReadOptions): Promise<ListRows> {
   let matched: number | undefined;
   try {
     if (count || limit !== undefined) {
       const cap = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
-      const { rows } = await client.query<{ n: number }>(cappedCountSql(filter, cap));
-      matched = rows[0]?.n ?? 0;
+      const { rows: counted } = await client.query<{ n: number }>(cappedCountSql(filter, cap));
+      matched = counted[0]?.n ?? 0;
     }
   } catch (err) {
     client.release(true);
@@ -131,18 +107,18 @@ async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { f
   }
   const truncated = limit !== undefined && matched !== undefined && matched > limit;
   const shown = matched === undefined ? undefined : truncated && limit !== undefined ? limit : matched;
-  const envelope: ListEnvelope = { generated_at: generatedAt.toISOString(), window_hours: windowHours, count: shown ?? 0, truncated };
   const source: Readable =
-    format === 'txt'
+    rows === 'addresses'
       ? client.query(copyTo(`copy (${addressesSql(filter, limit, truncated)}) to stdout`))
       : client.query(new QueryStream(recordsSql(filter, limit, truncated), [], { batchSize: 2000, highWaterMark: 2000 }));
-  let tail: Readable = source;
   let done = false;
+  /** The last stream of the list: the rows, or what they are piped into (pipeTo). */
+  let tail: Readable = source;
   // A connection that dies mid-list (the store went away) fails the cursor's read, and the cursor's stream
   // then waits for an answer that never comes before it reports anything: the answer would hang, holding
-  // the connection. Its end is heard here instead, and ends the answer.
+  // the connection. Its end is heard here instead, and ends the list's last stream.
   const lost = () => {
-    // ECONNRESET: an answer not begun yet is a 503 (problem.ts); one begun is cut off.
+    // ECONNRESET: an answer not begun yet is a 503 (store/unavailable.ts); one begun is cut off.
     const err = Object.assign(new Error('the connection to the store was lost'), { code: 'ECONNRESET' });
     tail.destroy(err);
     void finish(err);
@@ -153,7 +129,7 @@ async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { f
     done = true;
     client.removeListener('end', lost);
     if (err) {
-      // Premature close (client gone) or a failing statement: drop the connection and stop the backend.
+      // Premature close (reader gone) or a failing statement: drop the connection and stop the backend.
       await discard(pool, client, log);
       return;
     }
@@ -164,17 +140,18 @@ async function streamList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { f
       client.release(commitErr as Error);
     }
   };
-  if (format !== 'txt') {
-    const formatter = recordFormatter(format, envelope);
-    pipeline(source, formatter, (err) => {
+  source.once('end', () => void finish());
+  source.once('error', (err) => void finish(err));
+  source.once('close', () => {
+    if (!source.readableEnded) void finish(new Error('stream closed before its end'));
+  });
+  const pipeTo = <T extends Duplex>(end: T): T => {
+    tail = end;
+    // Either end failing destroys the other; a failure ends the snapshot as the rows' own events do.
+    pipeline(source, end, (err) => {
       if (err) void finish(err);
     });
-    tail = formatter;
-  }
-  tail.once('end', () => void finish());
-  tail.once('error', (err) => void finish(err));
-  tail.once('close', () => {
-    if (!tail.readableEnded) void finish(new Error('stream closed before its end'));
-  });
-  return { body: tail, count: shown, truncated };
+    return end;
+  };
+  return { rows: source, count: shown, truncated, pipeTo };
 }

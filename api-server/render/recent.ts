@@ -1,16 +1,7 @@
 // Recent events in json, csv and txt. Variant A adds the honeypot `command`.
 import type { Format } from '../../common/vocabulary.ts';
+import type { RecentEvent } from '../query/recent.ts';
 import { csvLine } from './csv.ts';
-
-export interface RecentEvent {
-  ts: string;
-  ip: string;
-  country: string | null;
-  port: number | null;
-  service: string | null;
-  source: string;
-  command?: string | null;
-}
 
 export function formatRecent(events: RecentEvent[], format: Format, withCommand: boolean, generatedAt: string): string {
   const fields = withCommand

@@ -1,26 +1,7 @@
 // Address records in the three list formats (docs/http-api.md "Formats"). Pure: the query layer supplies
 // records in address order, these functions only turn them into text.
-import type { AddressType, Level, Precision, Source, Service, Net, Isp } from '../../common/vocabulary.ts';
+import type { AddressRecord } from '../query/list-sql.ts';
 import { csvLine } from './csv.ts';
-
-export interface AddressRecord {
-  ip: string;
-  /** ISO 8601 UTC. */
-  first_seen: string;
-  last_seen: string;
-  attacks: number;
-  type: AddressType;
-  level: Level;
-  precision: Precision;
-  sources: Source[];
-  services: Service[];
-  ports: number[];
-  country: string | null;
-  province: string | null;
-  isp: Isp | null;
-  net: Net | null;
-  asn: number | null;
-}
 
 /** Field order of csv columns and json members: one list so both formats always agree. */
 export const RECORD_FIELDS = [

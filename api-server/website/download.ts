@@ -2,11 +2,11 @@
 // API access), and for subscribed tiers the feed builder (feeds.ts): URL, curl line and manifests.
 import type { FastifyInstance } from 'fastify';
 import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, type FilterName } from '../../common/list-filters.ts';
-import { HoneypotDedupParams } from '../http/endpoint-params.ts';
-import { parseQuery } from '../http/validate-query.ts';
-import { dedupFilter } from '../query/lists.ts';
-import { listInstant } from '../http/cache.ts';
+import { HoneypotDedupParams } from '../query/endpoint-params.ts';
+import { parseQuery } from '../query/validate-query.ts';
+import { dedupFilter, listInstant } from '../query/lists.ts';
 import { openListSnapshot } from '../query/stream.ts';
+import { readListBody } from '../render/list-body.ts';
 import { feedChoice, feedSnippets } from './feeds.ts';
 import type { Locale } from './i18n.ts';
 import { sendMessage, sendPage } from './pages.ts';
@@ -76,7 +76,7 @@ export async function downloadRoutes(app: FastifyInstance, { pool, log, tiers, s
     // The same instant and snapshot as /api/honeypot/dedup takes for this minute: the same lines.
     const now = listInstant(clock());
     const snapshot = await openListSnapshot(pool, log);
-    const list = await snapshot.stream({ filter: dedupFilter({ hours: window }, now), format: 'txt', generatedAt: now, windowHours: window, count: false });
+    const list = await readListBody(snapshot, { filter: dedupFilter({ hours: window }, now), format: 'txt', generatedAt: now, windowHours: window, count: false });
     return reply
       .type('text/plain; charset=utf-8')
       .header('content-disposition', `attachment; filename="blockfeed-basic-${window}h-${now.toISOString().slice(0, 10)}.txt"`)

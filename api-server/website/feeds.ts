@@ -8,8 +8,8 @@ import { stringify } from 'yaml';
 import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, listUrl, type FilterName, type FilterSetting, type ListEndpoint } from '../../common/list-filters.ts';
 import type { BlocklistSubscriptionSpec } from '../../api/v1alpha1/blocklist-subscription.ts';
 import { API_VERSION, KIND } from '../../api/v1alpha1/blocklist-subscription.ts';
-import { DedupParams, ExportParams, ScanExportParams } from '../http/endpoint-params.ts';
-import { parseQuery, type ParamProblem } from '../http/validate-query.ts';
+import { DedupParams, ExportParams, ScanExportParams } from '../query/endpoint-params.ts';
+import { parseQuery, type ParamProblem } from '../query/validate-query.ts';
 
 const QUERY_SCHEMAS = { dedup: DedupParams, export: ExportParams, 'scan-export': ScanExportParams } as const;
 

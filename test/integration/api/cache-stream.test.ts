@@ -5,7 +5,8 @@ import { createLogger } from '../../../common/logging.ts';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { exportFilter } from '../../../api-server/query/lists.ts';
 import { openListSnapshot } from '../../../api-server/query/stream.ts';
-import type { ExportQuery } from '../../../api-server/http/endpoint-params.ts';
+import { readListBody } from '../../../api-server/render/list-body.ts';
+import type { ExportQuery } from '../../../api-server/query/endpoint-params.ts';
 import { generateAddresses } from '../../support/attack-fixtures.ts';
 import type { TestApi } from '../../support/api-server.ts';
 import type { TestDatabase } from '../../support/db.ts';
@@ -171,13 +172,13 @@ describe('large lists', () => {
     const log = createLogger({ level: 'silent' });
     const now = new Date();
     const query = { type: 'all', source: 'all', service: 'all', level: 'all', precision: 'standard', hours: 720, include_research: 0, format: 'txt', download: 0 } as ExportQuery;
-    const list = await (await openListSnapshot(db.pool, log)).stream({ filter: exportFilter(query, now), format: 'txt', generatedAt: now, windowHours: 720, limit: 3, count: true });
+    const list = await readListBody(await openListSnapshot(db.pool, log), { filter: exportFilter(query, now), format: 'txt', generatedAt: now, windowHours: 720, limit: 3, count: true });
     const text = await new Response(list.body).text();
     expect(list.truncated).toBe(true);
     expect(list.count).toBe(3);
     // Critical .20 first, then high .30 and 2001:db8::1 (the generated addresses are all medium).
     expect(text).toBe('203.0.113.20\n203.0.113.30\n2001:db8::1\n');
-    const json = await (await openListSnapshot(db.pool, log)).stream({ filter: exportFilter(query, now), format: 'json', generatedAt: now, windowHours: 720, limit: 4, count: true });
+    const json = await readListBody(await openListSnapshot(db.pool, log), { filter: exportFilter(query, now), format: 'json', generatedAt: now, windowHours: 720, limit: 4, count: true });
     const doc = JSON.parse(await new Response(json.body).text()) as { count: number; truncated: boolean; data: { ip: string }[] };
     expect(doc).toMatchObject({ count: 4, truncated: true });
     // The fourth: the most recent of the medium ones.

@@ -2,7 +2,7 @@
 // PostgreSQL through a real socket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TSchema } from 'typebox';
-import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../api-server/http/endpoint-params.ts';
+import { DedupParams, ExportParams, HoneypotDedupParams, HoneypotRecentParams, HoneypotStatsParams, RecentParams, ScanExportParams, StatsParams } from '../../../api-server/query/endpoint-params.ts';
 import { allowedValues, describeAllowed, type JsonSchemaLike } from '../../../api-server/schema-text.ts';
 import { RECORD_FIELDS } from '../../../api-server/render/records.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';

@@ -1,9 +1,10 @@
 // Pure parts of the blocklist API: parameter parsing, formats, cache keys and lifetimes, limit policies, keys.
 import { describe, expect, it } from 'vitest';
-import { ExportParams, RecentParams } from '../../../api-server/http/endpoint-params.ts';
+import { ExportParams, RecentParams } from '../../../api-server/query/endpoint-params.ts';
 import { csvCell } from '../../../api-server/render/csv.ts';
-import { csvRecord, jsonClose, jsonOpen, jsonRecord, type AddressRecord } from '../../../api-server/render/records.ts';
-import { parseQuery } from '../../../api-server/http/validate-query.ts';
+import type { AddressRecord } from '../../../api-server/query/list-sql.ts';
+import { csvRecord, jsonClose, jsonOpen, jsonRecord } from '../../../api-server/render/records.ts';
+import { parseQuery } from '../../../api-server/query/validate-query.ts';
 import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
 import { generateKey, keyMatches, keyPrefix, revocationTarget } from '../../../api-server/keys/secret.ts';

@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { crdYaml } from '../../../hack/generate-crd.ts';
-import { DedupParams, ExportParams, ScanExportParams } from '../../../api-server/http/endpoint-params.ts';
-import { parseQuery } from '../../../api-server/http/validate-query.ts';
+import { DedupParams, ExportParams, ScanExportParams } from '../../../api-server/query/endpoint-params.ts';
+import { parseQuery } from '../../../api-server/query/validate-query.ts';
 import { LIST_ENDPOINTS, listUrl, type ListEndpoint } from '../../../common/list-filters.ts';
 
 interface Schema {
