@@ -8,7 +8,7 @@ import type { CommandContext } from './cli-context.ts';
 import { openDatabase, type Database } from './store/database.ts';
 import { migrate } from './store/migrate.ts';
 import { isEmpty, loadDemo } from './demo/demo.ts';
-import { buildServer } from './http/server.ts';
+import { buildServer } from './app.ts';
 import { scheduleRetention } from './retention/retention.ts';
 
 export interface RunningServer {

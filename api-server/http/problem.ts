@@ -3,6 +3,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
@@ -100,8 +101,12 @@ function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
   );
 }
 
-/** Installs the validator and the error handler of the API's context (not-found answers: sendNotFoundProblem). */
-export function installProblemHandlers(app: FastifyInstance): void {
+/**
+ * The validator and the error handler of the context it is registered in — not a child context of its own
+ * (fastify-plugin): registered on the server, every route's invalid request and error is problem+json, a
+ * store that is down a 503 with Retry-After. Not-found answers: sendNotFoundProblem.
+ */
+export const problemAnswers = fastifyPlugin(async (app: FastifyInstance) => {
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof ProblemError) return sendProblem(reply, err.problem);
@@ -115,11 +120,11 @@ export function installProblemHandlers(app: FastifyInstance): void {
     req.log.error({ reqId: req.id, err }, 'request failed');
     return sendProblem(reply, { status: 500, slug: 'internal', title: 'Internal error', detail: 'the request failed; the error is in the server log' });
   });
-}
+}, { name: 'blockfeed-problem-answers', fastify: '5.x' });
 
 /**
  * The API's 404. Fastify takes one not-found handler per URL prefix for the whole server, and the website
- * shares the prefix `/`, so server.ts installs one that chooses between this and the website's page.
+ * shares the prefix `/`, so app.ts installs one that chooses between this and the website's page.
  */
 export function sendNotFoundProblem(req: FastifyRequest, reply: FastifyReply): FastifyReply {
   return sendProblem(reply, { status: 404, slug: 'not-found', title: 'Not found', detail: `no endpoint ${req.method} ${req.url.split('?')[0]}` });

@@ -10,7 +10,8 @@
 // page elsewhere can never use a key through a visitor's browser. HSTS is left to the TLS terminator: this
 // server does not know whether it is reached over TLS.
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -90,15 +91,18 @@ function answeringResponse(crossOriginPaths: ReadonlySet<string>): typeof Server
 interface SecurityHeaderLayer {
   /** fastify's `http` option: the server's responses add the headers to every head. */
   http: { ServerResponse: typeof ServerResponse };
-  /** Reads each route's `crossOriginRead` and `contentSecurityPolicy` as it is added; call before any route. */
-  install(app: FastifyInstance): void;
+  /**
+   * Reads each route's `crossOriginRead` and `contentSecurityPolicy` as it is added: registered on the server
+   * before any route, in the server's own context (fastify-plugin), so it hears the routes of every plugin.
+   */
+  plugin: FastifyPluginAsync;
 }
 
 export function securityHeaderLayer(): SecurityHeaderLayer {
   const crossOriginPaths = new Set<string>();
   return {
     http: { ServerResponse: answeringResponse(crossOriginPaths) },
-    install(app) {
+    plugin: fastifyPlugin(async (app: FastifyInstance) => {
       app.addHook('onRoute', (route) => {
         if (route.config?.crossOriginRead) crossOriginPaths.add(route.url);
         const csp = route.config?.contentSecurityPolicy;
@@ -111,6 +115,6 @@ export function securityHeaderLayer(): SecurityHeaderLayer {
           route.onRequest = [own, ...hooks];
         }
       });
-    },
+    }, { name: 'blockfeed-security-headers', fastify: '5.x' }),
   };
 }

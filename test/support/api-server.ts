@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../api-server/config.ts';
 import { createLogger } from '../../common/logging.ts';
 import { createRegistry } from '../../common/metrics.ts';
 import { openDatabase } from '../../api-server/store/database.ts';
-import { buildServer } from '../../api-server/http/server.ts';
+import { buildServer } from '../../api-server/app.ts';
 import { freshDatabase, type TestDatabase } from './db.ts';
 
 export interface TestApi {

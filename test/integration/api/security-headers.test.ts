@@ -7,7 +7,7 @@ import { loadConfig } from '../../../api-server/config.ts';
 import { createLogger } from '../../../common/logging.ts';
 import { createRegistry } from '../../../common/metrics.ts';
 import { openDatabase } from '../../../api-server/store/database.ts';
-import { buildServer } from '../../../api-server/http/server.ts';
+import { buildServer } from '../../../api-server/app.ts';
 import { CROSS_ORIGIN_READ_HEADERS, SECURITY_HEADERS } from '../../../api-server/http/security-headers.ts';
 import { createKey } from '../../../api-server/keys/store.ts';
 import { startApi, type TestApi } from '../../support/api-server.ts';

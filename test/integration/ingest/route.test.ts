@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../common/logging.ts';
 import { createRegistry } from '../../../common/metrics.ts';
-import { buildServer } from '../../../api-server/http/server.ts';
+import { buildServer } from '../../../api-server/app.ts';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 
 const TOKEN = 'test-ingest-token-0123456789';

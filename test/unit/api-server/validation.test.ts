@@ -2,11 +2,11 @@
 import Fastify from 'fastify';
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
-import { installProblemHandlers } from '../../../api-server/http/problem.ts';
+import { problemAnswers } from '../../../api-server/http/problem.ts';
 
 async function app() {
   const server = Fastify();
-  installProblemHandlers(server);
+  await server.register(problemAnswers);
   server.post(
     '/things/:id',
     {

@@ -8,10 +8,10 @@ import type pg from 'pg';
 import { Counter, type Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { sharedEnricher } from '../enrich/enricher.ts';
-import { ProblemError } from '../http/problem.ts';
-import { INPUT_FORMATS, parserFor } from './parsers/index.ts';
-import { ingest } from './pipeline.ts';
-import { EventWriter, legacyIdsUntil } from './writer.ts';
+import { ProblemError } from './problem.ts';
+import { INPUT_FORMATS, parserFor } from '../ingest/parsers/index.ts';
+import { ingest } from '../ingest/pipeline.ts';
+import { EventWriter, legacyIdsUntil } from '../ingest/writer.ts';
 
 interface IngestRouteOptions {
   pool: pg.Pool;

@@ -1,19 +1,23 @@
-// Builds the api-server's fastify instance from its parts. No I/O happens here beyond what the plugins
-// register; listening and shutdown belong to the `serve` command.
+// The api-server's composition root: the fastify server built from its plugins, each a capability with its
+// routes and their schemas (http/: health, metrics, the ingest route, the blocklist API; website/: the member
+// centre), on the server-wide layers every route shares (security headers, problem answers, the access log).
+// Nothing below this file imports it, and http/ and website/ do not import each other (docs/design.md
+// "Layers"). No I/O happens here beyond what the plugins register; listening and shutdown belong to `serve`.
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../../common/logging.ts';
-import type { Database } from '../store/database.ts';
-import { ingestRoute } from '../ingest/route.ts';
-import { healthRoutes } from './health.ts';
-import { metricsRoute } from './metrics.ts';
-import { loadConfig, type Config } from '../config.ts';
-import { blocklistApi } from './blocklist-api.ts';
-import { answerClientError, installProblemHandlers, sendNotFoundProblem } from './problem.ts';
-import { securityHeaderLayer } from './security-headers.ts';
-import { sendPageNotFound, wantsPage } from '../website/pages.ts';
-import { website } from '../website/plugin.ts';
+import type { Logger } from '../common/logging.ts';
+import { loadConfig, type Config } from './config.ts';
+import { accessLog } from './http/access-log.ts';
+import { blocklistApi } from './http/blocklist-api.ts';
+import { healthRoutes } from './http/health.ts';
+import { ingestRoute } from './http/ingest-route.ts';
+import { metricsRoute } from './http/metrics.ts';
+import { answerClientError, problemAnswers, sendNotFoundProblem } from './http/problem.ts';
+import { securityHeaderLayer } from './http/security-headers.ts';
+import type { Database } from './store/database.ts';
+import { sendPageNotFound, wantsPage } from './website/pages.ts';
+import { website } from './website/plugin.ts';
 
 interface ServerDeps {
   db: Database;
@@ -31,7 +35,7 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   const securityHeaders = securityHeaderLayer();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
-    // One line per request from our onResponse hook instead of fastify's two.
+    // One line per request from the access log's onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     // No child logger per request (pino builds one for every request otherwise, a measurable share of a
     // cached answer): lines about a request carry its id themselves (`req.id` in the access line, `reqId`).
@@ -46,14 +50,12 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
     // Every head written carries the security headers (and CORS on the public endpoints).
     http: securityHeaders.http,
   });
-  securityHeaders.install(app);
+  // Server-wide, before any route: they share the server's context (fastify-plugin).
+  await app.register(securityHeaders.plugin);
   // Every error of every route is problem+json: a store that is down is a 503 with Retry-After everywhere.
-  installProblemHandlers(app);
-  // A callback hook, not an async one: no promise per request; the line's object is built only when written.
-  app.addHook('onResponse', (req, reply, done) => {
-    if (log.isLevelEnabled('info')) log.info({ req, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
-    done();
-  });
+  await app.register(problemAnswers);
+  await app.register(accessLog, { log });
+  // The capabilities, each in a context of its own.
   await app.register(healthRoutes, { pool: db.pool });
   await app.register(metricsRoute, { registry });
   if (ingestToken) await app.register(ingestRoute, { pool: db.pool, registry, token: ingestToken });
