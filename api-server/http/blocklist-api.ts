@@ -1,5 +1,6 @@
-// The blocklist API as one fastify context: for every API route auth → limits → (cache or store) →
-// response, plus /openapi.json and the API's metrics. Each step lives in its own file.
+// The blocklist API as one fastify context: one route per row of the endpoint table (endpoints.ts), each
+// auth → limits → (cache or store) → response, plus /openapi.json and the API's metrics. Each step lives in
+// its own file.
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -11,13 +12,12 @@ import { listenForRevocations } from '../keys/revocations.ts';
 import { createApiMetrics } from './api-metrics.ts';
 import { createAuthenticator } from './auth.ts';
 import { ResponseCache, parseCacheLifetimes } from './cache.ts';
-import { routeGuard } from './guard.ts';
+import { ENDPOINTS } from './endpoints.ts';
+import { routeGuard, type GuardDeps } from './guard.ts';
 import { createLimiter } from './limits.ts';
 import { pruneCounters } from '../store/rate-counters.ts';
-import { openApiRoute, registerOpenApi } from './openapi.ts';
+import { openApiRoute, operationSchema, registerOpenApi } from './openapi.ts';
 import type { ResponderDeps } from './respond.ts';
-import { honeypotRoutes } from './honeypot-routes.ts';
-import { apiKeyRoutes } from './api-key-routes.ts';
 
 interface ApiOptions {
   pool: pg.Pool;
@@ -36,8 +36,6 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
   const limiter = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections, clock });
 
-  const guard: ResponderDeps['guard'] = (route, url) => routeGuard({ auth, limiter, cache, metrics }, route, url);
-
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();
   const revocations = listenForRevocations(pool, log, () => auth.forget());
@@ -48,8 +46,10 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
   });
 
   await registerOpenApi(app, VERSION);
-  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), guard, release: VERSION, clock: clock ?? (() => new Date()) };
-  await app.register(honeypotRoutes, deps);
-  await app.register(apiKeyRoutes, deps);
+  const guardDeps: GuardDeps = { auth, limiter, cache, metrics };
+  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), release: VERSION, clock: clock ?? (() => new Date()) };
+  for (const endpoint of ENDPOINTS) {
+    app.get(endpoint.path, { ...routeGuard(guardDeps, endpoint), schema: operationSchema(endpoint) }, (req, reply) => endpoint.respond(deps, req, reply));
+  }
   await app.register(openApiRoute);
 }

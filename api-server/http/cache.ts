@@ -42,9 +42,13 @@ export function parseCacheLifetimes(text: string): CacheLifetimes {
   return lifetimes;
 }
 
-export function cacheSeconds(variant: 'A' | 'B', endpoint: string, hours: number | undefined, lifetimes: CacheLifetimes = SPEC_LIFETIMES): number {
-  if (endpoint === 'recent') return lifetimes.recent;
-  if (variant === 'A') return lifetimes.variantA;
+/** Which lifetime an endpoint's answers get: variant A's, variant B's by the window asked for, or recent events'. */
+export type CacheClass = 'variantA' | 'byWindow' | 'recent';
+
+/** The lifetime of an answer of a cache class, for a window of `hours` (byWindow; 24 when not given). */
+export function cacheSeconds(cacheClass: CacheClass, hours: number | undefined, lifetimes: CacheLifetimes = SPEC_LIFETIMES): number {
+  if (cacheClass === 'recent') return lifetimes.recent;
+  if (cacheClass === 'variantA') return lifetimes.variantA;
   const h = hours ?? 24;
   return h <= 24 ? lifetimes.upTo24h : h < 72 ? lifetimes.upTo72h : lifetimes.over72h;
 }

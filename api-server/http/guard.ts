@@ -8,9 +8,9 @@ import type { ApiMetrics } from './api-metrics.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { sendBody, type ResponseCache } from './cache.ts';
 import type { Limiter } from './limits.ts';
-import type { ApiRouteConfig } from './route-config.ts';
+import type { ApiRoute, ApiRouteConfig } from './route-config.ts';
 
-interface GuardDeps {
+export interface GuardDeps {
   auth: Authenticator;
   limiter: Limiter;
   cache: ResponseCache;
@@ -21,11 +21,11 @@ export type RouteGuard = Pick<RouteShorthandOptions, 'onRequest' | 'preHandler' 
 
 type Next = (err?: Error) => void;
 
-export function visibility(route: ApiRouteConfig): 'public' | 'private' {
+export function visibility(route: Pick<ApiRouteConfig, 'access'>): 'public' | 'private' {
   return route.access === 'key' ? 'private' : 'public';
 }
 
-export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: ApiRouteConfig, url: string): RouteGuard {
+export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: ApiRoute): RouteGuard {
   const answersVisibility = visibility(route);
 
   /** Auth, then the limit or quota of the caller; `next` runs synchronously when neither needs the store. */
@@ -47,7 +47,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
   }
 
   const observe = (method: string, status: number, seconds: number) =>
-    metrics.requestDuration.labels({ method, route: url, status }).observe(seconds);
+    metrics.requestDuration.labels({ method, route: route.path, status }).observe(seconds);
 
   return {
     config: { crossOriginRead: route.access === 'public' },

@@ -1,7 +1,8 @@
-// The shared shape of every API handler: look in the cache, else produce the body (a whole document or a
-// stream from the store) and keep a copy. Headers for download and truncation travel with the cached copy.
-// A list's ETag is known before its body (listEtag): its first answer carries it, and a conditional request
-// the store's data version still matches is answered 304 without reading the list.
+// The renderers of the endpoint table (endpoints.ts) — a list streamed from the store, or a whole document —
+// and the shared shape of every API answer: look in the cache, else produce the body and keep a copy.
+// Headers for download and truncation travel with the cached copy. A list's ETag is known before its body
+// (listEtag): its first answer carries it, and a conditional request the store's data version still matches
+// is answered 304 without reading the list.
 import { pipeline } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
@@ -13,19 +14,40 @@ import { listInstant } from '../query/lists.ts';
 import { openListSnapshot } from '../query/stream.ts';
 import { readListBody } from '../render/list-body.ts';
 import { cacheKey, cacheSeconds, etagMatches, listEtag, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
-import { visibility, type RouteGuard } from './guard.ts';
-import type { ApiRouteConfig } from './route-config.ts';
+import { visibility } from './guard.ts';
+import type { ApiRoute } from './route-config.ts';
 
 export interface ResponderDeps {
   pool: pg.Pool;
   log: Logger;
   cache: ResponseCache;
   lifetimes: CacheLifetimes;
-  /** The per-route hooks (guard.ts): the cached-answer fast path, auth → limits, request metrics. */
-  guard(route: ApiRouteConfig, url: string): RouteGuard;
   /** The software release (package.json), part of every list's ETag. */
   release: string;
   clock: () => Date;
+}
+
+/** How an endpoint answers its validated query `Q` (defaults applied): list() or document(). */
+export type Renderer<Q> = (deps: ResponderDeps, route: ApiRoute, query: Q, req: FastifyRequest, reply: FastifyReply) => undefined | Promise<FastifyReply>;
+
+/** What every list endpoint's query holds besides its filters. */
+interface ListQuery {
+  hours: number;
+  format: Format;
+  download: 0 | 1;
+}
+
+/**
+ * A list streamed from the store: the addresses `filter` selects from the query, in the query's format.
+ * `truncates`: at most LIMITS.exportMaxRecords records, the most severe and most recent (/api/export).
+ */
+export function list<Q>(filter: (query: Q, now: Date) => ListFilter, { truncates = false } = {}): Renderer<Q & ListQuery> {
+  return (deps, route, q, req, reply) => respondList(deps, route, req, reply, { filter: (now) => filter(q, now), format: q.format, hours: q.hours, download: q.download, truncates });
+}
+
+/** A small document produced whole from the query (stats, recent). Its lifetime counts from `hours` if the query has it. */
+export function document<Q extends { format: Format; hours?: number }>(produce: (pool: pg.Pool, query: Q, now: Date) => Promise<string>): Renderer<Q> {
+  return (deps, route, q, req, reply) => respondDocument(deps, route, req, reply, { hours: q.hours, format: q.format, produce: (now) => produce(deps.pool, q, now) });
 }
 
 const CONTENT_TYPES: Record<Format, string> = {
@@ -38,7 +60,7 @@ function downloadName(endpoint: string, hours: number, at: Date, format: Format)
   return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
 }
 
-function keyOf(cache: ResponseCache, route: ApiRouteConfig, req: FastifyRequest): string {
+function keyOf(cache: ResponseCache, route: ApiRoute, req: FastifyRequest): string {
   // URLs carrying a credential are normalized every time rather than remembered. The raw URL alone is
   // unambiguous: no two routes share a path.
   const remember = !/[?&]key=/i.test(req.url);
@@ -54,7 +76,7 @@ interface ListRequest {
   truncates: boolean;
 }
 
-export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, req: FastifyRequest, reply: FastifyReply, list: ListRequest): Promise<FastifyReply> {
+async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest): Promise<FastifyReply> {
   const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) return sendBody(req, reply, visibility(route), hit);
@@ -62,24 +84,24 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
   // download name and ETag all follow from this instant, so equal ETags mean equal bytes.
   const asOf = listInstant(deps.clock());
   const snapshot = await openListSnapshot(deps.pool, deps.log);
-  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[list.format] };
-  if (list.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, list.hours, asOf, list.format)}"`;
+  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[asked.format] };
+  if (asked.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, asked.hours, asOf, asked.format)}"`;
   const etag = listEtag({ release: deps.release, dataVersion: snapshot.dataVersion, key, asOf });
-  const entry = { etag, generatedAt: new Date(), lastModified: asOf.toUTCString(), ttlSeconds: cacheSeconds(route.variant, route.endpoint, list.hours, deps.lifetimes), headers };
+  const entry = { etag, generatedAt: new Date(), lastModified: asOf.toUTCString(), ttlSeconds: cacheSeconds(route.cache, asked.hours, deps.lifetimes), headers };
   if (etagMatches(req.headers['if-none-match'], etag)) {
     await snapshot.close();
     return sendNotModified(reply, visibility(route), entry);
   }
-  const limit = list.truncates ? LIMITS.exportMaxRecords : undefined;
+  const limit = asked.truncates ? LIMITS.exportMaxRecords : undefined;
   const stream = await readListBody(snapshot, {
-    filter: list.filter(asOf),
-    format: list.format,
+    filter: asked.filter(asOf),
+    format: asked.format,
     generatedAt: asOf,
-    windowHours: list.hours,
+    windowHours: asked.hours,
     limit,
-    count: list.format === 'json' || limit !== undefined,
+    count: asked.format === 'json' || limit !== undefined,
   });
-  if (list.truncates) headers['x-blocklist-truncated'] = String(stream.truncated);
+  if (asked.truncates) headers['x-blocklist-truncated'] = String(stream.truncated);
   const tee = deps.cache.tee(key, entry);
   // pipeline, not pipe: a client that goes away destroys the tee, and with it the statement's stream.
   pipeline(stream.body, tee, (err) => {
@@ -92,9 +114,9 @@ export async function respondList(deps: ResponderDeps, route: ApiRouteConfig, re
  * For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). A cached
  * answer is sent synchronously (no promise); only producing a document is asynchronous.
  */
-export function respondDocument(
+function respondDocument(
   deps: ResponderDeps,
-  route: ApiRouteConfig,
+  route: ApiRoute,
   req: FastifyRequest,
   reply: FastifyReply,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
@@ -110,7 +132,7 @@ export function respondDocument(
 
 async function produceDocument(
   deps: ResponderDeps,
-  route: ApiRouteConfig,
+  route: ApiRoute,
   req: FastifyRequest,
   reply: FastifyReply,
   key: string,
@@ -122,7 +144,7 @@ async function produceDocument(
     body,
     etag: strongEtag(body),
     generatedAt: now,
-    ttlSeconds: cacheSeconds(route.variant, route.endpoint, doc.hours, deps.lifetimes),
+    ttlSeconds: cacheSeconds(route.cache, doc.hours, deps.lifetimes),
     headers: { 'content-type': CONTENT_TYPES[doc.format] },
   };
   deps.cache.set(key, entry);

@@ -31,7 +31,7 @@ function hoursOf(endpoint: ListEndpoint): TSchema {
 }
 
 /** A flat query schema; T is its static type, the parameters after validation and defaults. */
-type QuerySchema<T> = TUnsafe<T> & { properties: Record<string, TSchema> };
+export type QuerySchema<T> = TUnsafe<T> & { properties: Record<string, TSchema> };
 
 function querySchema<T>(properties: Record<string, TSchema>): QuerySchema<T> {
   // Type.Unsafe keeps the object schema as it is (validation and OpenAPI read it) and only sets its type.

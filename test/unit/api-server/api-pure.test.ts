@@ -5,7 +5,8 @@ import { csvCell } from '../../../api-server/render/csv.ts';
 import type { AddressRecord } from '../../../api-server/query/list-sql.ts';
 import { csvRecord, jsonClose, jsonOpen, jsonRecord } from '../../../api-server/render/records.ts';
 import { parseQuery } from '../../../api-server/query/validate-query.ts';
-import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes } from '../../../api-server/http/cache.ts';
+import { cacheKey, cacheSeconds, etagMatches, headersOfHit, parseCacheLifetimes, type CacheLifetimes } from '../../../api-server/http/cache.ts';
+import { ENDPOINTS } from '../../../api-server/http/endpoints.ts';
 import { policyFor, policyHeader, rateLimitHeader } from '../../../api-server/http/limits.ts';
 import { generateKey, keyMatches, keyPrefix, revocationTarget } from '../../../api-server/keys/secret.ts';
 import { parseTierQuotas } from '../../../api-server/keys/tiers.ts';
@@ -57,18 +58,25 @@ describe('cache', () => {
     expect(cacheKey('B', 'export', { hours: 24, key: 'secret', format: 'txt' })).toBe(cacheKey('B', 'export', { format: 'txt', hours: 24 }));
     expect(cacheKey('A', 'dedup', { hours: 24 })).not.toBe(cacheKey('B', 'dedup', { hours: 24 }));
   });
+  /** The lifetime of an endpoint's answers for a window, by its row of the endpoint table. */
+  const lifetimeOf = (path: string, hours: number | undefined, lifetimes?: CacheLifetimes) => {
+    const endpoint = ENDPOINTS.find((e) => e.path === path);
+    if (!endpoint) throw new Error(`no endpoint ${path}`);
+    return cacheSeconds(endpoint.cache, hours, lifetimes);
+  };
   it.each([
-    ['A', 'dedup', 168, 300], ['A', 'recent', undefined, 60], ['B', 'recent', undefined, 60], ['B', 'export', 1, 1800],
-    ['B', 'export', 24, 1800], ['B', 'export', 25, 3600], ['B', 'export', 71, 3600], ['B', 'export', 72, 7200], ['B', 'stats', 720, 7200],
-  ] as const)('%s %s %s h lives %i s', (variant, endpoint, hours, seconds) => {
-    expect(cacheSeconds(variant, endpoint, hours)).toBe(seconds);
+    ['/api/honeypot/dedup', 168, 300], ['/api/honeypot/stats', 24, 300], ['/api/honeypot/recent', undefined, 60], ['/api/recent', undefined, 60],
+    ['/api/export', 1, 1800], ['/api/export', 24, 1800], ['/api/export', 25, 3600], ['/api/export', 71, 3600], ['/api/export', 72, 7200],
+    ['/api/dedup', 168, 7200], ['/api/scan-export', 48, 3600], ['/api/stats', 720, 7200],
+  ] as const)('%s %s h lives %i s', (path, hours, seconds) => {
+    expect(lifetimeOf(path, hours)).toBe(seconds);
   });
   it('lifetimes can be set per kind (BLOCKFEED_CACHE_LIFETIMES), the rest keep the spec values', () => {
     const lifetimes = parseCacheLifetimes('upTo24h=900,recent=30');
-    expect(cacheSeconds('B', 'export', 24, lifetimes)).toBe(900);
-    expect(cacheSeconds('B', 'recent', undefined, lifetimes)).toBe(30);
-    expect(cacheSeconds('B', 'export', 72, lifetimes)).toBe(7200);
-    expect(cacheSeconds('A', 'dedup', 24, lifetimes)).toBe(300);
+    expect(lifetimeOf('/api/export', 24, lifetimes)).toBe(900);
+    expect(lifetimeOf('/api/recent', undefined, lifetimes)).toBe(30);
+    expect(lifetimeOf('/api/export', 72, lifetimes)).toBe(7200);
+    expect(lifetimeOf('/api/honeypot/dedup', 24, lifetimes)).toBe(300);
   });
   it('If-None-Match lists, weak forms and *', () => {
     expect(etagMatches('"a", "b"', '"b"')).toBe(true);
