@@ -1,15 +1,12 @@
-// Classification rules of docs/data-model.md as pure functions: the danger level of one event's action, and
-// an address's type, level and precision within a window, from the per-address facts kept in `addresses`.
-// The SQL in the HTTP API applies the same rules; these are the reference they are tested against.
+// Classification rules of docs/data-model.md "Classification within a window" as pure functions: an
+// address's type, level and precision within a window, from the per-address facts kept in `addresses`. The
+// lists apply the same rules in SQL (query/list-sql.ts), which runs them over millions of rows; these are the
+// reference that SQL is held to, for random facts and windows in a real PostgreSQL
+// (test/integration/api/list-classification.property.test.ts).
 import { SERVICES, type AddressType, type Level, type Precision } from '../../common/vocabulary.ts';
 
 /** What an event did: 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */
 export type Action = 0 | 1 | 2;
-
-/** 2 → critical (commands, downloads, exploits), 1 → high (authentication attempts), 0 → medium. */
-export function levelOfAction(action: Action): Level {
-  return action === 2 ? 'critical' : action === 1 ? 'high' : 'medium';
-}
 
 /** When an address was last active in each window-dependent way (times in ms; null = never). */
 export interface AddressActivity {

@@ -1,5 +1,6 @@
 // From validated endpoint parameters to SQL over `addresses` (docs/data-model.md "Classification within a
-// window"). Pure. Everything is rendered as literals, not bind parameters, because the txt path runs the
+// window"): the classification rules as SQL, held to their reference in classify/classification.ts by a
+// property test. Pure. Everything is rendered as literals, not bind parameters, because the txt path runs the
 // query inside COPY, which takes none; every value is either a vocabulary member or a timestamp we made,
 // and is quoted anyway.
 import { parseIPv4 } from '../../common/ipv4.ts';

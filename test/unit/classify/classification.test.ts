@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyAddress, confirmedAt, levelOfAction, type AddressFacts } from '../../../api-server/classify/classification.ts';
+import { classifyAddress, confirmedAt, type AddressFacts } from '../../../api-server/classify/classification.ts';
 
 const H = 3_600_000;
 const NOW = Date.UTC(2026, 10, 22, 12);
@@ -17,12 +17,6 @@ const base: AddressFacts = {
   sensorLast: [ago(1)],
   scannerKind: null,
 };
-
-describe('levelOfAction', () => {
-  it('maps actions to levels', () => {
-    expect([0, 1, 2].map((a) => levelOfAction(a as 0 | 1 | 2))).toEqual(['medium', 'high', 'critical']);
-  });
-});
 
 describe('classifyAddress within a 24 h window', () => {
   it.each<[string, Partial<AddressFacts>, string, string, string]>([
