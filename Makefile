@@ -43,9 +43,9 @@ run: deps ## run the api-server on :8080 on the embedded PostgreSQL in ./.blockf
 typecheck: deps ## tsc --noEmit over the whole package
 	npx tsc -p tsconfig.json
 
-lint: deps ## eslint (typescript-eslint, type-aware), and dependency-cruiser: imports run only the allowed ways (docs/design.md "Layers")
+lint: deps ## eslint (typescript-eslint, type-aware), and dependency-cruiser: imports run only the allowed ways (docs/design.md "Which way imports run")
 	npx eslint --max-warnings=0 .
-	npx depcruise --config .dependency-cruiser.js --ignore-known --output-type err-long .
+	npx depcruise --config .dependency-cruiser.js --output-type err-long .
 
 test-unit: deps system-deps ## unit tier only
 	npx vitest run --project unit
