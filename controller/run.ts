@@ -1,12 +1,13 @@
 // `blockfeed controller`: connects to the cluster, serves metrics and health probes, and runs the subscription
 // loop — only while holding the leader lease when leader election is on.
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
 import { UserError } from '../common/errors.ts';
+import { listen, metricsHandler, parseBindAddress } from '../common/http-endpoints.ts';
 import { parseCidrStrict } from './cidr.ts';
 import { SubscriptionController } from './controller.ts';
 import { closeConnections, makeApis } from './runtime/k8s.ts';
@@ -32,31 +33,12 @@ interface RunningController {
   lost: Promise<void>;
 }
 
-/** ":8080" = every interface, "127.0.0.1:0" = loopback on a free port, "0" = off. */
-function parseBindAddress(text: string, flag: string): { host: string; port: number } | undefined {
-  if (text === '0') return undefined;
-  const m = /^(.*):(\d{1,5})$/.exec(text);
-  if (!m || Number(m[2]) > 65535) throw new UserError(`${flag} must look like :8080 or 127.0.0.1:8080 (or 0 to disable), got "${text}"`);
-  return { host: m[1] === '' ? '0.0.0.0' : m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
-}
-
 function inClusterNamespace(): string | undefined {
   try {
     return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim();
   } catch {
     return undefined;
   }
-}
-
-async function listen(server: Server, bind: { host: string; port: number }, what: string, log: Logger): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new UserError(`${what} address ${bind.host}:${bind.port} is in use`) : err),
-    );
-    server.listen(bind.port, bind.host, resolve);
-  });
-  const address = server.address();
-  log.info({ address: typeof address === 'object' && address ? `${address.address}:${address.port}` : address }, `${what} listening`);
 }
 
 export async function runController(options: ControllerRunOptions, log: Logger): Promise<RunningController> {
@@ -86,25 +68,15 @@ export async function runController(options: ControllerRunOptions, log: Logger):
 
   const servers: Server[] = [];
   if (metricsBind) {
-    const server = createServer((req, res) => {
-      if (req.url === '/metrics') {
-        metrics.registry.metrics().then(
-          (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
-          (err: unknown) => res.writeHead(500).end(String(err)),
-        );
-      } else res.writeHead(404).end();
-    });
-    await listen(server, metricsBind, 'metrics', log);
-    servers.push(server);
+    servers.push(await listen(metricsHandler(metrics.registry), metricsBind, 'metrics', log));
   }
   if (healthBind) {
-    const server = createServer((req, res) => {
+    const probes: RequestListener = (req, res) => {
       if (req.url === '/healthz') res.writeHead(200).end('ok');
       else if (req.url === '/readyz') res.writeHead(ready ? 200 : 503).end(ready ? 'ok' : 'starting');
       else res.writeHead(404).end();
-    });
-    await listen(server, healthBind, 'health probes', log);
-    servers.push(server);
+    };
+    servers.push(await listen(probes, healthBind, 'health probes', log));
   }
 
   const startLoop = async () => {

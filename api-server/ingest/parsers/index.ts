@@ -1,12 +1,12 @@
 // The input formats `blockfeed ingest --format` and POST /internal/v1/events accept.
+import { INPUT_FORMATS, type InputFormat } from '../../../common/input-formats.ts';
 import type { LineParser, ParserOptions } from '../event.ts';
 import { cowrieParser } from './cowrie/parse.ts';
 import { nativeParser } from './native.ts';
 import { opencanaryParser } from './opencanary.ts';
 import { telescopeCsvParser } from './telescope-csv.ts';
 
-export const INPUT_FORMATS = ['native', 'cowrie', 'opencanary', 'telescope-csv'] as const;
-export type InputFormat = (typeof INPUT_FORMATS)[number];
+export { INPUT_FORMATS, type InputFormat };
 
 const PARSERS: Readonly<Record<InputFormat, (o: ParserOptions) => LineParser>> = {
   native: nativeParser,
