@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# One image for both programs: `blockfeed serve` (api-server) and `blockfeed controller`.
+# One image for every program: `blockfeed serve` (api-server), `blockfeed controller` and `blockfeed ship`
+# (the sensor-side shipper, a sidecar beside a honeypot).
 # Node 24 runs the TypeScript sources directly (type stripping): there is no build step, only the
 # production dependencies. Build: docker build -t blockfeed:dev .   (make e2e-kind does this for kind; make
 # cluster-images builds this same file with buildah, without Docker, for the cluster tier)
@@ -25,6 +26,7 @@ COPY common ./common
 COPY api ./api
 COPY api-server ./api-server
 COPY controller ./controller
+COPY shipper ./shipper
 COPY data ./data
 # `blockfeed` on PATH (kubectl exec ... -- blockfeed keys create ...) without the repository's launcher,
 # which bootstraps a project-local Node: the image's Node 24 is the one to use.

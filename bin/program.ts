@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerApiServerCommands } from '../api-server/cli.ts';
 import { registerControllerCommands } from '../controller/cli.ts';
+import { registerShipperCommands } from '../shipper/cli.ts';
 import { UserError } from '../common/errors.ts';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string; description: string };
@@ -16,12 +17,13 @@ function buildProgram(): Command {
     .exitOverride();
   registerApiServerCommands(program);
   registerControllerCommands(program);
+  registerShipperCommands(program);
   return program;
 }
 
 /**
  * Where a command has subcommands, the first operand after it names one of them, or the program refuses it
- * whatever flags follow: commander itself answers `blockfeed ship --help` (or `keys bogus --help`) with the
+ * whatever flags follow: commander itself answers `blockfeed forward --help` (or `keys bogus --help`) with the
  * parent's help and exit status 0, as though the command existed.
  */
 function refuseUnknownCommand(program: Command, argv: string[]): void {

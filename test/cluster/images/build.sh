@@ -126,7 +126,7 @@ build node "$node_image" "$work/node" "$work/node/Dockerfile" "$work/node" "$out
 # The repository's Dockerfile, its context the repository (its .dockerignore decides what goes in).
 build blockfeed "$BLOCKFEED_IMAGE" "$root" "$root/Dockerfile" \
   "$root/Dockerfile" "$root/.dockerignore" "$root/package.json" "$root/package-lock.json" \
-  "$root/bin" "$root/common" "$root/api" "$root/api-server" "$root/controller" "$root/data" "$out/node.stamp"
+  "$root/bin" "$root/common" "$root/api" "$root/api-server" "$root/controller" "$root/shipper" "$root/data" "$out/node.stamp"
 export_archive blockfeed "$BLOCKFEED_IMAGE"
 
 build postgresql "$POSTGRESQL_IMAGE" "$here/postgresql" "$here/postgresql/Dockerfile" "$here/postgresql" "$out/debian.stamp"

@@ -64,11 +64,11 @@ describe('blockfeed CLI', () => {
   });
 
   it('an unknown command is an error whatever flags follow it', async () => {
-    for (const args of [['ship', '--help'], ['keys', 'bogus', '--help'], ['ship', '--format', 'cowrie', 'x.json']]) {
+    for (const args of [['forward', '--help'], ['keys', 'bogus', '--help'], ['forward', '--format', 'cowrie', 'x.json']]) {
       const res = await runCli(args);
       expect(res.code, args.join(' ')).toBe(1);
       expect(res.stdout).toBe('');
-      expect(res.stderr).toMatch(/^error: unknown command '(ship|bogus)'/);
+      expect(res.stderr).toMatch(/^error: unknown command '(forward|bogus)'/);
     }
     const typo = await runCli(['kees', 'list']);
     expect(typo.stderr).toMatch(/Did you mean keys\?/);
