@@ -17,7 +17,7 @@ export npm_config_fund := false
 -include mk/k8s.mk
 -include mk/cluster.mk
 
-.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-ship bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -74,6 +74,9 @@ bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs
 
 bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows, median of RUNS pairs (EVENTS=n RUNS=n)
 	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-7}
+
+bench-ship: deps ## shipper benchmark: append-to-stored latency of single lines, a backlog of 200,000 Cowrie lines vs blockfeed ingest of the same file (LINES=n)
+	node bench/ship.ts --lines $${LINES:-200000}
 
 bench-web: deps bench-deps ## Lighthouse performance and accessibility of the home and download pages in Chromium (RUNS=n), target >= 95
 	node bench/web.ts

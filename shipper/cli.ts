@@ -34,8 +34,8 @@ export function registerShipperCommands(program: Command): void {
     .option('-s, --sensor <id>', 'sensor name for lines that do not carry one')
     .option('--state-file <path>', 'where the acknowledged positions are kept (default: $BLOCKFEED_DATA_DIR/ship-state.json, BLOCKFEED_DATA_DIR defaulting to ./.blockfeed)')
     .option('--metrics-bind-address <addr>', 'Prometheus /metrics address, e.g. 127.0.0.1:9464 or :9464; 0 = off', '0')
-    .option('--batch-lines <n>', 'lines per push at most', parseIntegerOption('--batch-lines', 1, 1_000_000), 10_000)
-    .option('--batch-bytes <n>', 'bytes per push at most', parseIntegerOption('--batch-bytes', 4096, MAX_BATCH_BYTES), 4 * 1024 * 1024)
+    .option('--batch-lines <n>', 'lines per push at most', parseIntegerOption('--batch-lines', 1, 1_000_000), 50_000)
+    .option('--batch-bytes <n>', 'bytes per push at most', parseIntegerOption('--batch-bytes', 4096, MAX_BATCH_BYTES), 8 * 1024 * 1024)
     .option('--linger-ms <ms>', 'how long a new line waits for more before it is pushed', parseIntegerOption('--linger-ms', 0, 10_000), 200)
     .addHelpText('after', '\nStops on SIGTERM or SIGINT (exit 0). Exits 1 when the server refuses the token or the request (401, 403, 404, ...).')
     .action(async (files: string[], flags: ShipFlags) => {

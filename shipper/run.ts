@@ -6,6 +6,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import path from 'node:path';
+import { request } from 'undici';
 import { UserError } from '../common/errors.ts';
 import { listen, metricsHandler, type BindAddress } from '../common/http-endpoints.ts';
 import type { InputFormat } from '../common/input-formats.ts';
@@ -90,25 +91,37 @@ function stateKeeper(file: string, initial: Record<string, FilePosition>) {
   };
 }
 
+/** One POST to the route: status, the headers the answer's meaning depends on, the body's text. */
+async function post(url: URL, token: string, contentType: string, body: Buffer, abort: AbortSignal): Promise<{ status: number; retryAfter: string | null; location: string | null; text: string }> {
+  // undici's request, not fetch: fetch copies the body on every attempt, a batch's worth of garbage each time.
+  const res = await request(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+    body,
+    signal: AbortSignal.any([abort, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+  });
+  const header = (name: string) => {
+    const value = res.headers[name];
+    return (Array.isArray(value) ? value[0] : value) ?? null;
+  };
+  return { status: res.statusCode, retryAfter: header('retry-after'), location: header('location'), text: await res.body.text() };
+}
+
+/** Why a request got no answer: the error's code (ECONNREFUSED, UND_ERR_SOCKET, ...) or message. */
+function unanswered(err: unknown): string {
+  const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+  return e.code ?? e.cause?.code ?? e.message;
+}
+
 async function push(url: URL, token: string, contentType: string, body: Buffer, abort: AbortSignal): Promise<PushOutcome> {
-  let res: Response;
-  let text: string;
   try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
-      body,
-      redirect: 'manual',
-      signal: AbortSignal.any([abort, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-    });
-    text = await res.text();
+    const answer = await post(url, token, contentType, body, abort);
+    return classifyAnswer(answer.status, answer, answer.text, Date.now());
   } catch (err) {
     if (abort.aborted) throw err;
     if ((err as Error).name === 'TimeoutError') return { kind: 'retry', reason: 'timeout', detail: `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` };
-    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    return { kind: 'retry', reason: 'unreachable', detail: cause?.code ?? cause?.message ?? (err as Error).message };
+    return { kind: 'retry', reason: 'unreachable', detail: unanswered(err) };
   }
-  return classifyAnswer(res.status, { retryAfter: res.headers.get('retry-after'), location: res.headers.get('location') }, text, Date.now());
 }
 
 /**
@@ -117,16 +130,14 @@ async function push(url: URL, token: string, contentType: string, body: Buffer, 
  * for it.
  */
 async function checkAccess(url: URL, token: string, contentType: string, abort: AbortSignal, log: Logger): Promise<void> {
-  let res: Response;
-  let text: string;
+  let answer: Awaited<ReturnType<typeof post>>;
   try {
-    res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': contentType }, body: '', redirect: 'manual', signal: AbortSignal.any([abort, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) });
-    text = await res.text();
+    answer = await post(url, token, contentType, Buffer.alloc(0), abort);
   } catch (err) {
-    if (!abort.aborted) log.warn({ err: (err as Error & { cause?: unknown }).cause ?? err }, `cannot reach ${url.origin} yet; lines wait for it`);
+    if (!abort.aborted) log.warn({ reason: unanswered(err) }, `cannot reach ${url.origin} yet (${unanswered(err)}); lines wait for it`);
     return;
   }
-  const access = accessFromProbe(res.status, res.status >= 300 && res.status < 400 ? `redirected to ${res.headers.get('location')}` : text);
+  const access = accessFromProbe(answer.status, answer.status >= 300 && answer.status < 400 ? `redirected to ${answer.location}` : answer.text);
   if (access.kind === 'refused') throw new ShipRefused(access.status, access.detail);
   if (access.kind === 'unknown') log.warn({ detail: access.detail }, `the server did not confirm the token yet (${access.detail}); lines wait for it`);
   else log.info({ url: url.origin }, 'the server accepts the token');
