@@ -79,7 +79,7 @@ export default {
       comment: 'common/ is what both programs use: it imports nothing of either, nor of the CRD contract.',
       severity: 'error',
       from: { path: '^common/' },
-      to: { path: '^(api-server|controller|api|bin|test|bench|scripts|hack)/' },
+      to: { path: '^(api-server|controller|api|bin|shipper|test|bench|scripts|hack)/' },
     },
     {
       name: 'crd-contract-stands-alone',
@@ -103,10 +103,24 @@ export default {
       to: { path: '^(api-server|bin)/' },
     },
     {
+      name: 'shipper-carries-no-server-code',
+      comment: 'The shipper runs on sensors next to the attackers: it imports only common/.',
+      severity: 'error',
+      from: { path: '^shipper/' },
+      to: { path: '^(api-server|controller|api|bin)/' },
+    },
+    {
+      name: 'programs-not-shipper',
+      comment: 'No other program imports the shipper; they talk over HTTP.',
+      severity: 'error',
+      from: { path: '^(api-server|controller|api|common)/' },
+      to: { path: '^shipper/' },
+    },
+    {
       name: 'programs-not-outside',
       comment: 'Neither program imports tests, benchmarks or developer tooling.',
       severity: 'error',
-      from: { path: '^(api-server|controller|common|api|bin)/' },
+      from: { path: '^(api-server|controller|common|api|bin|shipper)/' },
       to: { path: '^(test|bench|scripts|hack)/' },
     },
     {

@@ -12,9 +12,9 @@ import { appendFile, chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ensureDatabaseExists, withDatabase } from '../api-server/db/database.ts';
-import { startEmbedded } from '../api-server/db/embedded.ts';
-import { migrate } from '../api-server/db/migrate.ts';
+import { ensureDatabaseExists, withDatabase } from '../api-server/store/database.ts';
+import { startEmbedded } from '../api-server/store/embedded.ts';
+import { migrate } from '../api-server/store/migrate.ts';
 import { createLogger } from '../common/logging.ts';
 import { BLOCKFEED } from '../test/support/cli.ts';
 import { startManaged } from '../test/support/processes.ts';
