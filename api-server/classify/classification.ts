@@ -2,7 +2,7 @@
 // address's type, level and precision within a window, from the per-address facts kept in `addresses`. The
 // lists apply the same rules in SQL (query/list-sql.ts), which runs them over millions of rows; these are the
 // reference that SQL is held to, for random facts and windows in a real PostgreSQL
-// (test/integration/api/list-classification.property.test.ts).
+// (test/integration/api-server/http/list-classification.property.test.ts).
 import { SERVICES, type AddressType, type Level, type Precision } from '../../common/vocabulary.ts';
 
 /** What an event did: 0 = probe / connection, 1 = authentication attempt, 2 = command execution, download or exploit. */

@@ -6,7 +6,7 @@ import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPage } from '../support/browser.ts';
 import { freePort } from '../support/cli.ts';
-import { activeMember, signIn, signUp, startSite, textOf, type Site } from './site.ts';
+import { activeMember, signIn, signUp, startSite, textOf, type Site } from '../support/browser-site.ts';
 
 describe('email verification', () => {
   let site: Site;

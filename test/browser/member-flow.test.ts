@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settledStatus } from '../support/api-server.ts';
 import { openPage, screenshot } from '../support/browser.ts';
-import { OLDER, RECENT, lines, signIn, signUp, startSite, submit, textOf, type Site } from './site.ts';
+import { OLDER, RECENT, lines, signIn, signUp, startSite, submit, textOf, type Site } from '../support/browser-site.ts';
 
 describe('member centre: sign up to a revoked key', () => {
   let site: Site;

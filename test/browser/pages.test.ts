@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/logging.ts';
 import { loadDemo } from '../../api-server/demo/demo.ts';
 import { openPage, screenshot, seriousA11yViolations } from '../support/browser.ts';
-import { activeMember, signIn, startSite, submit, type Site } from './site.ts';
+import { activeMember, signIn, startSite, submit, type Site } from '../support/browser-site.ts';
 
 const LANGUAGES = [
   { lang: 'en', locale: 'en-US', heading: 'Live attack statistics' },

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CSRF_COOKIE, SESSION_COOKIE } from '../../api-server/website/site.ts';
 import { CONTENT_SECURITY_POLICY } from '../../api-server/website/pages.ts';
 import { openPage } from '../support/browser.ts';
-import { PASSWORD, activeMember, inOneThrottleWindow, signIn, signUp, startSite, submit, textOf, type Site } from './site.ts';
+import { PASSWORD, activeMember, inOneThrottleWindow, signIn, signUp, startSite, submit, textOf, type Site } from '../support/browser-site.ts';
 
 describe('member centre security', () => {
   let site: Site;

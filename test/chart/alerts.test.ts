@@ -17,7 +17,7 @@ function promtool(args: string[], cwd: string): Promise<{ code: number; output: 
   });
 }
 
-const FIXTURE = path.join(import.meta.dirname, 'fixtures/alerts.promtool.yaml');
+const FIXTURE = path.join(import.meta.dirname, '../fixtures/chart/alerts.promtool.yaml');
 
 describe('PrometheusRule alerts', () => {
   let dir: string;

@@ -10,7 +10,7 @@ import { apiRequest } from '../../controller/runtime/k8s.ts';
 import { freshNamespace } from '../support/k8s.ts';
 import {
   FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, ownedObjects, patchSubscription, startController, syncNow, untilDegraded, type Harness,
-} from '../k8s/controller/support.ts';
+} from '../support/controller-harness.ts';
 
 const CALICO = '/apis/crd.projectcalico.org/v1';
 

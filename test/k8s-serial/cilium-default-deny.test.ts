@@ -8,7 +8,7 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshNamespace, kubeConfig } from '../support/k8s.ts';
-import { FeedServer, applySubscription, condition, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from '../k8s/controller/support.ts';
+import { FeedServer, applySubscription, condition, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from '../support/controller-harness.ts';
 
 const CILIUM = '/apis/cilium.io/v2';
 const core = kubeConfig().makeApiClient(CoreV1Api);

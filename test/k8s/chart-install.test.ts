@@ -14,7 +14,7 @@ import { CHART, helm, helmWithValues, parseManifests, renderChart, REPO } from '
 import { eventually, freshNamespace, kubeConfig } from '../support/k8s.ts';
 import { serviceAccountKubeConfig } from '../support/service-account.ts';
 
-const STUB_CRDS = path.join(import.meta.dirname, 'fixtures/prometheus-operator');
+const STUB_CRDS = path.join(import.meta.dirname, '../fixtures/k8s/prometheus-operator');
 
 async function install(release: string, namespace: string, values: object) {
   const r = await helmWithValues(['install', release, CHART, '--namespace', namespace, '--kubeconfig', inject('kubeconfigPath')], values);

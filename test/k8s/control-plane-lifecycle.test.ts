@@ -36,7 +36,7 @@ function alive(pid: number): boolean {
 
 describe('control-plane harness lifecycle', () => {
   it('stop() ends every process and removes its directory', async () => {
-    const plane = await startControlPlane({ controllerManager: false, crdDir: path.join(REPO_ROOT, 'test/k8s/fixtures') });
+    const plane = await startControlPlane({ controllerManager: false, crdDir: path.join(REPO_ROOT, 'test/fixtures/k8s') });
     const pids = childPids(process.pid).filter((p) => /etcd|kube-apiserver/.test(commandOf(p)));
     expect(pids).toHaveLength(2);
     expect(existsSync(plane.dir)).toBe(true);

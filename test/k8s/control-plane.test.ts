@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { installCrds } from '../support/control-plane.ts';
 import { eventually, freshNamespace, kubeConfig, userKubeConfig } from '../support/k8s.ts';
 
-const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const fixtures = fileURLToPath(new URL('../fixtures/k8s/', import.meta.url));
 
 function statusOf(err: unknown): number | undefined {
   return (err as { code?: number }).code;

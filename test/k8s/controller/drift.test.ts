@@ -9,7 +9,7 @@ import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergePatch } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from '../../support/controller-harness.ts';
 
 const feed = new FeedServer();
 let h: Harness;

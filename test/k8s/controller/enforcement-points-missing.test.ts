@@ -11,7 +11,7 @@ import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcementPointCrds, installCrds, startControlPlane, type ControlPlane } from '../../support/control-plane.ts';
 import { eventually } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, ensureHostEndpoint, events, getSubscription, startController, untilDegraded, type Harness, type SubscriptionSpec } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, events, getSubscription, startController, untilDegraded, type Harness, type SubscriptionSpec } from '../../support/controller-harness.ts';
 
 const feed = new FeedServer();
 let plane: ControlPlane;

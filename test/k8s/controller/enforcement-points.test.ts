@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../../../api/v1alpha1/blocklist-subscription.ts';
 import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, syncNow, type Harness } from '../../support/controller-harness.ts';
 
 const LIST = ['203.0.113.7', '203.0.113.6', '198.51.100.0/24', '2001:db8:1::1', '2001:db8:1::/64', '45.33.32.156', '2001:db8:2::/48'];
 const ALLOW = ['198.51.100.128/25'];

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRequest } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, ownedObjects, startController, syncNow, untilDegraded, type Harness } from '../../support/controller-harness.ts';
 
 const POLICIES = '/apis/gateway.envoyproxy.io/v1alpha1';
 const CONTROLLER_NAME = 'gateway.envoyproxy.io/gatewayclass-controller';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, ensureHostEndpoint, getSubscription, patchSubscription, startController, type Harness } from '../../support/controller-harness.ts';
 
 const ADDRESSES = 1_000_000;
 const feed = new FeedServer();

@@ -5,7 +5,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BLOCKFEED, cliEnv, freePort } from '../../support/cli.ts';
 import { eventually, freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, condition, events, getSubscription, startController, syncNow, type Harness } from '../../support/controller-harness.ts';
 
 interface Proc {
   child: ChildProcessWithoutNullStreams;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRequest, subscriptionKey } from '../../../controller/runtime/k8s.ts';
 import { freshNamespace } from '../../support/k8s.ts';
-import { FeedServer, applySubscription, ensureHostEndpoint, startController, syncNow, type Harness } from './support.ts';
+import { FeedServer, applySubscription, ensureHostEndpoint, startController, syncNow, type Harness } from '../../support/controller-harness.ts';
 
 /** 200,000 addresses that do not aggregate (even ones only), spread over 45.0.0.0/8: about 3.5 MB of JSON. */
 const ADDRESSES = 200_000;

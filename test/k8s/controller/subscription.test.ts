@@ -16,7 +16,7 @@ import {
   startController,
   syncNow,
   type Harness,
-} from './support.ts';
+} from '../../support/controller-harness.ts';
 
 const feed = new FeedServer();
 let h: Harness;
