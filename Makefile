@@ -32,7 +32,7 @@ system-deps: ## Debian tools the tests run (promtool, prometheus, nginx, ...); i
 	.ci/system-deps
 
 sensor-venvs: system-deps ## the honeypots the integration tier attacks (Cowrie, OpenCanary) from PyPI into virtualenvs under .cache/sensors/; a no-op when present
-	test/sensors/install.sh
+	hack/sensors/install.sh
 
 bench-deps: ## Debian tools the benchmarks compare against (nginx, wrk, curl, psql, promtool)
 	.ci/system-deps --bench
@@ -86,14 +86,14 @@ clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 
 crds: ## regenerate crds/ from api/v1alpha1/ (and the chart's copy)
 	node hack/generate-crd.ts
-	node scripts/generate-chart-files.ts
+	node hack/generate-chart-files.ts
 
 bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: the 1M-address apply path per kind of target vs its floor, aggregation vs sort, 200 subscriptions
 	node --expose-gc bench/controller.ts
 
 # --- Helm chart and container image -------------------------------------------------------------------------
 chart-files: ## regenerate the chart's RBAC rules (controller/rbac.ts), crds/ copy and appVersion
-	node scripts/generate-chart-files.ts
+	node hack/generate-chart-files.ts
 
 test-chart: deps system-deps k8s-bin ## chart tier: helm lint/template, values schema, promtool on the alerts (needs helm, promtool)
 	npx vitest run --project chart
@@ -102,4 +102,4 @@ test-e2e: deps system-deps k8s-bin k8s-crds ## e2e tier: control plane, api-serv
 	npx vitest run --project e2e
 
 e2e-kind: ## build the image, install the chart in a kind cluster, apply an example subscription (needs docker, kind, kubectl, helm)
-	test/kind/e2e.sh
+	hack/kind/e2e.sh

@@ -1,5 +1,5 @@
 // The Kubernetes permissions the controller needs: the one list the Helm chart's ClusterRole and Role are
-// generated from (`make chart-files`, scripts/generate-chart-files.ts). The targets' rules come from their
+// generated from (`make chart-files`, hack/generate-chart-files.ts). The targets' rules come from their
 // kinds (targets/index.ts), so a new target brings its own; the chart tests prove the chart grants exactly
 // these rules, and the k8s-serial tier that a full sync works with them and fails without any one.
 //

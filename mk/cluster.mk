@@ -15,7 +15,7 @@ cluster-bin: k8s-bin ## build kube-scheduler, kubelet, kube-proxy, kube-router, 
 	@bash $(K8S_BIN_SRC)/build.sh --cluster
 
 cluster-images: cluster-deps cluster-bin ## build the blockfeed image from the Dockerfile (and database, CloudNativePG, busybox, pause images) with buildah
-	@bash test/cluster/images/build.sh
+	@bash hack/images/build.sh
 
 test-cluster: deps cluster-deps k8s-crds cluster-bin cluster-images ## cluster tier: the chart on a real node, packets from listed addresses refused (root)
 	npx vitest run --project cluster

@@ -1,7 +1,7 @@
 # Kubernetes test control plane binaries (kube-apiserver, kube-controller-manager,
 # etcd) and helm, built from the Go module proxy into .cache/. Included by the
-# top-level Makefile. The work is done by test/k8s-bin/build.sh; see
-# test/k8s-bin/README.md.
+# top-level Makefile. The work is done by hack/k8s-bin/build.sh; see
+# hack/k8s-bin/README.md.
 #
 # Exported for other targets and the processes they start:
 #   K8S_VERSION, K8S_BIN_DIR, ETCD_BIN, KUBE_APISERVER_BIN,
@@ -9,7 +9,7 @@
 # The test harness reads the same paths from .cache/k8s/current.env.
 
 K8S_MK_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
-K8S_BIN_SRC := $(K8S_MK_ROOT)/test/k8s-bin
+K8S_BIN_SRC := $(K8S_MK_ROOT)/hack/k8s-bin
 
 # K8S_VERSION and HELM_VERSION (plain KEY=value lines, shared with the scripts).
 include $(K8S_BIN_SRC)/versions.env
@@ -28,12 +28,12 @@ export K8S_VERSION K8S_BIN_DIR ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAG
 k8s-bin:
 	@bash $(K8S_BIN_SRC)/build.sh
 
-# After changing K8S_VERSION in test/k8s-bin/versions.env: regenerate go.mod/go.sum.
+# After changing K8S_VERSION in hack/k8s-bin/versions.env: regenerate go.mod/go.sum.
 k8s-bin-regen:
 	@bash $(K8S_BIN_SRC)/gen-replaces.sh
 
 .PHONY: k8s-crds
-# The enforcement points' CRDs for the k8s tiers (test/k8s-crds/enforcement-points.ts), fetched once from the
+# The enforcement points' CRDs for the k8s tiers (hack/crds/enforcement-points.ts), fetched once from the
 # Go module proxy into .cache/crds/; a no-op when present.
 k8s-crds: deps
-	@node $(K8S_MK_ROOT)/test/k8s-crds/fetch.ts
+	@node $(K8S_MK_ROOT)/hack/crds/fetch.ts

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
-import { chartCrdFiles, generatedChartFiles, REPO } from '../../scripts/generate-chart-files.ts';
+import { chartCrdFiles, generatedChartFiles, REPO } from '../../hack/generate-chart-files.ts';
 
 describe('generated chart files (make chart-files)', () => {
   const files = generatedChartFiles();

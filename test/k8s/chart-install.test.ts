@@ -7,7 +7,7 @@ import path from 'node:path';
 import { AuthorizationV1Api, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
-import { chartCrdFiles } from '../../scripts/generate-chart-files.ts';
+import { chartCrdFiles } from '../../hack/generate-chart-files.ts';
 import { ALL_ON } from '../support/chart-values.ts';
 import { installCrds } from '../support/control-plane.ts';
 import { CHART, helm, helmWithValues, parseManifests, renderChart, REPO } from '../support/helm.ts';
@@ -64,8 +64,8 @@ describe('the chart installed into a real kube-apiserver', () => {
 
   it("accepts the subscription make e2e-kind applies (the chart's CRD, server-side dry run)", async () => {
     const namespace = await freshNamespace('chart');
-    const [sub] = parseManifests(await readFile(path.join(REPO, 'test/kind/subscription.yaml'), 'utf8'));
-    if (!sub) throw new Error('test/kind/subscription.yaml is empty');
+    const [sub] = parseManifests(await readFile(path.join(REPO, 'hack/kind/subscription.yaml'), 'utf8'));
+    if (!sub) throw new Error('hack/kind/subscription.yaml is empty');
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig());
     const created = await objects.create({ ...sub, metadata: { ...sub.metadata, namespace } }, undefined, 'All');
     expect(created.metadata?.name).toBe('attackers');

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { enforcementPointCrdDir } from '../k8s-crds/enforcement-points.ts';
+import { enforcementPointCrdDir } from '../../hack/crds/enforcement-points.ts';
 import { freePort } from './cli.ts';
 import type { Namespaces } from './namespaces.ts';
 
@@ -275,7 +275,7 @@ export async function installCrds(kc: KubeConfig, dir: string): Promise<V1Custom
 /** The enforcement points' CRDs fetched by `make k8s-crds`; a clear error when they have not been. */
 export function enforcementPointCrds(root = REPO_ROOT): string {
   const dir = enforcementPointCrdDir(root);
-  if (!existsSync(dir)) throw new Error(`${dir} not found: run \`make k8s-crds\` to fetch the enforcement points' CRDs (test/k8s-crds/enforcement-points.ts)`);
+  if (!existsSync(dir)) throw new Error(`${dir} not found: run \`make k8s-crds\` to fetch the enforcement points' CRDs (hack/crds/enforcement-points.ts)`);
   return dir;
 }
 

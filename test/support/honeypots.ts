@@ -1,5 +1,5 @@
 // The real honeypots the integration tier attacks: Cowrie and OpenCanary from PyPI, in the virtualenvs that
-// `make sensor-venvs` (test/sensors/install.sh) puts under .cache/sensors/. Each runs in a directory of its
+// `make sensor-venvs` (hack/sensors/install.sh) puts under .cache/sensors/. Each runs in a directory of its
 // own, in the lab's sensor namespace (attack-lab.ts), as an unprivileged system user: Cowrie refuses root,
 // and a honeypot is not a program to give it.
 import { existsSync, readFileSync } from 'node:fs';
@@ -17,10 +17,10 @@ export const SENSOR_USER = 'blockfeed-sensor';
 
 export type HoneypotName = 'cowrie' | 'opencanary';
 
-/** test/sensors/versions.env: COWRIE_VERSION, OPENCANARY_VERSION. */
+/** hack/sensors/versions.env: COWRIE_VERSION, OPENCANARY_VERSION. */
 export function sensorVersions(): Record<HoneypotName, string> {
   const env = Object.fromEntries(
-    readFileSync(path.join(ROOT, 'test/sensors/versions.env'), 'utf8')
+    readFileSync(path.join(ROOT, 'hack/sensors/versions.env'), 'utf8')
       .split('\n')
       .filter((l) => /^[A-Z_]+=/.test(l))
       .map((l) => l.split('=', 2) as [string, string]),
@@ -31,7 +31,7 @@ export function sensorVersions(): Record<HoneypotName, string> {
 /** The honeypot's virtualenv; fails, naming the make target, when it is not installed. */
 function venv(name: HoneypotName, user: SystemUser): string {
   const dir = path.join(ROOT, '.cache/sensors', `${name}-${sensorVersions()[name]}`);
-  if (!existsSync(path.join(dir, '.installed'))) throw new Error(`${name} is not installed in ${dir}: run make sensor-venvs (test/sensors/install.sh)`);
+  if (!existsSync(path.join(dir, '.installed'))) throw new Error(`${name} is not installed in ${dir}: run make sensor-venvs (hack/sensors/install.sh)`);
   const blocking = blockingParent(path.join(dir, 'bin', 'python3'), user.uid);
   if (blocking) throw new Error(`the ${SENSOR_USER} user cannot reach ${dir}: ${blocking.dir} has mode ${blocking.mode.toString(8)}; chmod o+x ${blocking.dir}`);
   return dir;

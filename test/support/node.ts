@@ -62,10 +62,10 @@ export const IMAGE_NAMES = Object.keys(IMAGES) as ImageName[];
 
 /**
  * The image archives `make cluster-images` writes for `wanted` (and pause, every pod's sandbox), and the names
- * every image carries (test/cluster/images/images.env).
+ * every image carries (hack/images/images.env).
  */
 export function clusterImages(wanted: readonly ImageName[] = IMAGE_NAMES, root = REPO_ROOT): { archives: string[]; names: Record<ImageName, string> } {
-  const env = readEnvFile(path.join(root, 'test/cluster/images/images.env'));
+  const env = readEnvFile(path.join(root, 'hack/images/images.env'));
   const names = Object.fromEntries(IMAGE_NAMES.map((image) => [image, env[IMAGES[image].key] ?? ''])) as Record<ImageName, string>;
   const archives = [...new Set<ImageName>(['pause', ...wanted])].map((image) => path.join(root, '.cache/cluster/images', `${IMAGES[image].archive}.tar`));
   for (const a of archives) if (!existsSync(a)) throw new Error(`${a} not found: run \`make cluster-images\``);

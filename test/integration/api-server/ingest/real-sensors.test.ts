@@ -1,4 +1,4 @@
-// The parsers against the real programs: Cowrie and OpenCanary (test/sensors/versions.env) run on a lab
+// The parsers against the real programs: Cowrie and OpenCanary (hack/sensors/versions.env) run on a lab
 // address, attacked from network namespaces with documentation addresses by hydra (a small wordlist, parallel
 // tasks) and by ssh under sshpass (a login, commands, an upload); then `blockfeed ingest` reads the log the
 // program wrote. Every line that carries an attack must be stored as test/support/sensor-logs.ts says, with

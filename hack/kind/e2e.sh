@@ -3,7 +3,7 @@
 # CI here (no Docker engine). Creates the cluster (KIND_CLUSTER, default blockfeed-e2e; kept afterwards
 # for a look, delete it with `kind delete cluster --name blockfeed-e2e`), builds and loads the image,
 # installs the chart with the bundled PostgreSQL, loads demo data, creates an API key, applies
-# test/kind/subscription.yaml and waits for the NetworkPolicy it produces.
+# hack/kind/subscription.yaml and waits for the NetworkPolicy it produces.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -42,7 +42,7 @@ kubectl create namespace "$sub_ns" --dry-run=client -o yaml | kubectl apply -f -
 kubectl create namespace "$protected_ns" --dry-run=client -o yaml | kubectl apply -f -
 kubectl label namespace "$protected_ns" blockfeed.dev/protect=true --overwrite
 kubectl -n "$sub_ns" create secret generic blockfeed-key --from-literal=apiKey="$key" --dry-run=client -o yaml | kubectl apply -f -
-kubectl apply -f test/kind/subscription.yaml
+kubectl apply -f hack/kind/subscription.yaml
 
 step "waiting for the NetworkPolicy in $protected_ns"
 for _ in $(seq 1 120); do

@@ -5,7 +5,7 @@
 # collection and namespace deletion run. Prints timings; stops everything and
 # removes its temporary directory on exit. Not part of any test suite.
 #
-# Usage: test/k8s-bin/smoke.sh [--keep]   (--keep leaves the temp dir behind)
+# Usage: hack/k8s-bin/smoke.sh [--keep]   (--keep leaves the temp dir behind)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

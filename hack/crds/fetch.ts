@@ -1,6 +1,6 @@
 // `make k8s-crds`: downloads the pinned modules of enforcement-points.ts through the Go module proxy (`go mod
 // download`, which checks each module against go.sum's checksum database) and writes their CRDs, one file per
-// CRD, to .cache/crds/<id>/. A no-op when that directory exists; needs only Go (found as test/k8s-bin/build.sh
+// CRD, to .cache/crds/<id>/. A no-op when that directory exists; needs only Go (found as hack/k8s-bin/build.sh
 // finds or fetches it).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { ENFORCEMENT_POINT_CRDS, enforcementPointCrdDir } from './enforcement-po
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** go on PATH, in the usual install directories, or the one test/k8s-bin/build.sh fetched into .cache/go. */
+/** go on PATH, in the usual install directories, or the one hack/k8s-bin/build.sh fetched into .cache/go. */
 function findGo(): string {
   const candidates = ['go', '/usr/local/go/bin/go', '/usr/lib/go/bin/go'];
   const cached = path.join(ROOT, '.cache/go');

@@ -17,7 +17,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
+root=$(cd "$here/../.." && pwd)
 out="$root/.cache/cluster/images"
 store="$root/.cache/cluster/buildah"
 # shellcheck source=images.env disable=SC1091
