@@ -71,9 +71,9 @@ export default defineConfig({
       },
       {
         // The chart on a real single-node cluster (kubelet, containerd, kube-proxy, kube-router) with packets
-        // from network namespaces; it starts its cluster itself. After the other groups (groupOrder), but with
-        // one worker (2 cores) vitest runs the default group's files last: `make test` runs this project on
-        // its own afterwards.
+        // from network namespaces; it starts its cluster itself. After the other groups (groupOrder), but
+        // with a single worker (vitest's choice on 2 cores) vitest runs the default group's files last:
+        // `make test` runs this project on its own afterwards.
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],

@@ -56,7 +56,7 @@ export const ConfigSchema = {
       env: 'BLOCKFEED_SHUTDOWN_GRACE_SECONDS',
       description: 'how long SIGTERM waits for in-flight requests',
     },
-    // --- blocklist HTTP API (issue 4) ---
+    // --- blocklist HTTP API ---
     trustedProxies: {
       type: 'array',
       items: { type: 'string', pattern: '^[0-9a-fA-F:.]+(/[0-9]{1,3})?$' },
@@ -101,7 +101,7 @@ export const ConfigSchema = {
       env: 'BLOCKFEED_KEY_CACHE_SECONDS',
       description: 'how long a verified API key is remembered in memory (a revocation reaches every replica within this time)',
     },
-    // --- the member centre website (issue 19) ---
+    // --- the member centre website ---
     siteUrl: {
       type: 'string',
       pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$',

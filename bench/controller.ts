@@ -104,8 +104,8 @@ function buildFeed(): { body: Buffer; addresses: number } {
   return { body: body.subarray(0, at), addresses: addresses.length };
 }
 
-// One run's ratio moves by a factor of two on a shared 2-core host (the apiserver's storing time above all); the
-// median of 9 holds still where the median of 5 did not.
+// One run's ratio moves by a factor of two on a 2-core host running other work (the apiserver's storing time
+// above all); the median of 9 holds still where the median of 5 did not.
 const RUNS = 9;
 
 /** The cases of the apply path: what a 1M-address sync writes into each kind of target. */

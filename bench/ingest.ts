@@ -1,4 +1,4 @@
-// Ingest benchmark (issue 3): N Cowrie events through `blockfeed ingest` (parse + enrichment +
+// Ingest benchmark: N Cowrie events through `blockfeed ingest` (parse + enrichment +
 // classification + rollups), as a rate relative to PostgreSQL's own COPY of the same rows into a bare table,
 // both measured in this run on the same server. Also reports the ingest process's peak RSS.
 //

@@ -1,4 +1,4 @@
-# The cluster tier: a single-node Kubernetes cluster on this machine (kubelet, containerd, kube-proxy,
+# The cluster tier: a single-node Kubernetes cluster on the local host (kubelet, containerd, kube-proxy,
 # kube-router, CoreDNS) running the chart with the image built from the Dockerfile; and, for people, that
 # cluster or the k8s tier's control plane alone. Included by the top-level Makefile; see README "A real
 # cluster".

@@ -4,16 +4,18 @@
 #
 #   .cache/cluster/images/{blockfeed,postgresql,busybox,pause,cnpg-operator,cnpg-postgresql}.tar
 #
-# blockfeed is the repository's own Dockerfile, unchanged; cnpg-operator holds CloudNativePG's operator program,
-# which make cluster-bin builds (.cache/k8s/cluster.env names it). The base images the others name cannot be
-# pulled here, so stand-ins are made first under the same names (see images.env): debian:bookworm-slim from
-# Debian's packages (mmdebstrap), then node:<major>-bookworm-slim with the project's Node (from the npm
-# registry, scripts/ensure-node.sh) and npm. Every RUN step uses the host's network (apt, npm).
+# blockfeed is the repository's own Dockerfile, unchanged; cnpg-operator holds CloudNativePG's operator
+# program, which make cluster-bin builds (.cache/k8s/cluster.env names it). Nothing is pulled from a registry:
+# stand-ins for the base images the others name are made first under the same names (see images.env):
+# debian:bookworm-slim from Debian's packages (mmdebstrap), then node:<major>-bookworm-slim with the project's
+# Node (from the npm registry, scripts/ensure-node.sh) and npm. Every RUN step uses the host's network (apt,
+# npm).
 #
-# A stamp per image records a hash of its inputs (its directory here, images.env, this script, the Dockerfile
-# and files of the repository for blockfeed, its base's stamp): an unchanged image is not rebuilt, and a
-# second run with nothing changed takes about 3 seconds. buildah keeps its store in .cache/cluster/buildah
-# and reuses unchanged layers (a source change rebuilds only the layers after `npm ci`).
+# A stamp per image records a hash of its inputs (its directory under hack/images, images.env, this script,
+# the Dockerfile and files of the repository for blockfeed, its base's stamp): an unchanged image is not
+# rebuilt, and a second run with nothing changed takes about 3 seconds. buildah keeps its store in
+# .cache/cluster/buildah and reuses unchanged layers (a source change rebuilds only the layers after
+# `npm ci`).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# make e2e-kind: the chart in a real (kind) cluster. Needs docker, kind, kubectl and helm on PATH; not run in
-# CI here (no Docker engine). Creates the cluster (KIND_CLUSTER, default blockfeed-e2e; kept afterwards
-# for a look, delete it with `kind delete cluster --name blockfeed-e2e`), builds and loads the image,
-# installs the chart with the bundled PostgreSQL, loads demo data, creates an API key, applies
-# hack/kind/subscription.yaml and waits for the NetworkPolicy it produces.
+# make e2e-kind: the chart in a real (kind) cluster. Needs docker, kind, kubectl and helm on PATH; not part of
+# make test, which needs no Docker (the cluster tier covers the same ground). Creates the cluster
+# (KIND_CLUSTER, default blockfeed-e2e; kept afterwards for a look, delete it with `kind delete cluster --name
+# blockfeed-e2e`), builds and loads the image, installs the chart with the bundled PostgreSQL, loads demo
+# data, creates an API key, applies hack/kind/subscription.yaml and waits for the NetworkPolicy it produces.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

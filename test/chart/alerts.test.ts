@@ -36,7 +36,7 @@ describe('PrometheusRule alerts', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('has the three alerts the issue asks for', () => {
+  it('has the three alerts: pulls failing, list stale, subscription degraded', () => {
     const alerts = spec.groups.flatMap((g) => g.rules.map((r) => r.alert));
     expect(alerts).toEqual(['BlockfeedPullsFailing', 'BlockfeedListStale', 'BlockfeedSubscriptionDegraded']);
   });

@@ -1,4 +1,4 @@
-// A single-node Kubernetes cluster on this machine for the cluster tier and `make cluster`: the test control
+// A single-node Kubernetes cluster on the local host for the cluster tier and `make cluster`: the test control
 // plane (control-plane.ts) and a node (node.ts) in one set of namespaces, so pods reach the apiserver through
 // the `kubernetes` Service and kubelet serves exec and logs. This process reaches the apiserver on a forwarded
 // 127.0.0.1 port; clients with addresses of their own (attachClient) are network namespaces on the node's

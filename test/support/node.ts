@@ -75,7 +75,7 @@ export function clusterImages(wanted: readonly ImageName[] = IMAGE_NAMES, root =
 const CGROUP_FS = '/sys/fs/cgroup';
 const CGROUP_ROOT_PREFIX = 'blockfeed-node-';
 
-/** The cgroup hierarchies of this machine: the unified one (v2), or each v1 hierarchy (cpu, memory, ...). */
+/** The cgroup hierarchies of the host: the unified one (v2), or each v1 hierarchy (cpu, memory, ...). */
 function cgroupHierarchies(): string[] {
   if (existsSync(path.join(CGROUP_FS, 'cgroup.controllers'))) return [CGROUP_FS];
   return readdirSync(CGROUP_FS)

@@ -1,4 +1,4 @@
-// Drift and restarts against a real kube-apiserver (issue 21, items 7 and 8): a managed NetworkPolicy deleted
+// Drift and restarts against a real kube-apiserver: a managed NetworkPolicy deleted
 // or emptied by hand, and a ConfigMap shard deleted, are put back within seconds without pulling the feed; a
 // controller started again (a new instance: nothing in memory, as after kill -9; leader.test.ts kills a real
 // process) checks every target against the list it recorded, repairs what changed while it was away, again

@@ -1,4 +1,4 @@
-// The status-write rule of an unchanged sync (issue 21, item 8): written when anything but the sync times
+// The status-write rule of an unchanged sync: written when anything but the sync times
 // changed, when someone asked for the sync, or when the recorded times are an hour old; otherwise not.
 import { describe, expect, it } from 'vitest';
 import type { BlocklistSubscriptionStatus } from '../../../api/v1alpha1/blocklist-subscription.ts';

@@ -17,7 +17,7 @@ import { runCli, startServe, tempDataDir, type ServeProcess } from '../../../sup
 import { pushOneEvent, startLoad } from '../../../support/load.ts';
 
 const TOKEN = 'database-recovery-ingest-token';
-/** The issue's bound: answers are 200 again within this long after the kill. */
+/** The promised bound: answers are 200 again within this long after the kill. */
 const RECOVERY_BOUND_MS = 10_000;
 
 function postmasterPid(clusterDir: string): number {
