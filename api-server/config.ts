@@ -70,7 +70,7 @@ export const ConfigSchema = {
       maximum: 100000,
       default: 5,
       env: 'BLOCKFEED_ANONYMOUS_PER_MINUTE',
-      description: 'requests per minute per client address without a credential (spec: 5)',
+      description: 'requests per minute per client address without a credential',
     },
     tierQuotas: {
       type: 'string',
@@ -91,7 +91,7 @@ export const ConfigSchema = {
       pattern: '^((variantA|upTo24h|upTo72h|over72h|recent)=[0-9]+(,(variantA|upTo24h|upTo72h|over72h|recent)=[0-9]+)*)?$',
       default: '',
       env: 'BLOCKFEED_CACHE_LIFETIMES',
-      description: 'response lifetimes in seconds over the spec\'s (variantA=300,upTo24h=1800,upTo72h=3600,over72h=7200,recent=60)',
+      description: "response lifetimes in seconds over the built-in ones: variantA (the token API's answers) 300, upTo24h 1800, upTo72h 3600, over72h 7200 (the key API's, by window), recent 60",
     },
     keyCacheSeconds: {
       type: 'integer',

@@ -4,7 +4,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { ApiRouteConfig } from './route-config.ts';
+import { API_NAMES, type ApiRouteConfig } from './route-config.ts';
 
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   await app.register(swagger, {
@@ -14,15 +14,20 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         title: 'blockfeed attacker blocklist API',
         version,
         description:
-          'Read-only blocklists, classified exports and statistics. Variant A (/api/honeypot/*): optional bearer token; ' +
-          'without one, 5 requests per minute per client address. Variant B (/api/*): API key in X-API-Key (or key=), metered by ' +
-          'tier quota; /api/stats and /api/recent are public. Errors are RFC 9457 application/problem+json.',
+          'Read-only blocklists, classified exports and statistics, in two APIs. The token API (/api/honeypot/*): an ' +
+          'optional bearer token; without one, 5 requests per minute per client address. The key API (/api/*): an API key ' +
+          "in X-API-Key (or key=), metered by its tier's daily quota; /api/stats and /api/recent are public. " +
+          'Errors are RFC 9457 application/problem+json.',
       },
+      tags: [
+        { name: API_NAMES.A, description: '/api/honeypot/*: an optional bearer token; without one, anonymous limits apply.' },
+        { name: API_NAMES.B, description: "/api/*: an API key, metered by its tier's daily quota; /api/stats and /api/recent are public." },
+      ],
       components: {
         securitySchemes: {
-          bearerToken: { type: 'http', scheme: 'bearer', description: 'variant A subscription token' },
-          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'variant B API key (preferred form)' },
-          apiKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: 'variant B API key in the query (ends up in access logs: temporary use only)' },
+          bearerToken: { type: 'http', scheme: 'bearer', description: "the token API's bearer token (an API key)" },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "the key API's API key (preferred form)" },
+          apiKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: "the key API's API key in the query (ends up in access logs: temporary use only)" },
         },
       },
     },
@@ -44,5 +49,5 @@ function securityOf(route: ApiRouteConfig): Security {
 
 /** A route's schema: its query parameters (validated against), and its group, summary and credential for the document. */
 export function operationSchema(route: ApiRouteConfig & { summary: string; params: TSchema }): FastifySchema & { tags: string[]; summary: string; security: Security } {
-  return { tags: [`variant ${route.variant}`], summary: route.summary, querystring: route.params, security: securityOf(route) };
+  return { tags: [API_NAMES[route.variant]], summary: route.summary, querystring: route.params, security: securityOf(route) };
 }

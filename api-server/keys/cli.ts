@@ -1,4 +1,4 @@
-// `blockfeed keys create|list|revoke`: the subscription keys of variant A (bearer) and B (X-API-Key / key=).
+// `blockfeed keys create|list|revoke`: the subscription keys of the token API (bearer) and the key API (X-API-Key / key=).
 import type { Command } from 'commander';
 import { printTable } from '../../common/cli-support.ts';
 import { UserError } from '../../common/errors.ts';
@@ -17,7 +17,7 @@ function describeQuota(q: Quota | undefined): string {
 }
 
 export function registerKeysCommands(program: Command): void {
-  const keys = program.command('keys').description('manage API keys (variant A bearer tokens and variant B X-API-Key)');
+  const keys = program.command('keys').description('manage API keys (the token API\'s bearer tokens and the key API\'s X-API-Key)');
 
   keys
     .command('create')

@@ -28,8 +28,16 @@ export interface Operation {
   parameters: { name: string; allowed: string; default: string; description: string }[];
 }
 
-/** The operations grouped by tag (the spec's variants), in the document's order. Pure. */
-export function apiReference(doc: OpenApiDocument, locale: Locale): { tag: string; operations: Operation[] }[] {
+/** One API of the document (an OpenAPI tag: the token API, the key API), in the page's language. */
+export interface ApiGroup {
+  tag: string;
+  heading: string;
+  about: string;
+  operations: Operation[];
+}
+
+/** The operations grouped by tag, in the document's order. Pure. */
+export function apiReference(doc: OpenApiDocument, locale: Locale): ApiGroup[] {
   const groups = new Map<string, Operation[]>();
   const { t } = locale;
   for (const [path, methods] of Object.entries(doc.paths)) {
@@ -56,7 +64,7 @@ export function apiReference(doc: OpenApiDocument, locale: Locale): { tag: strin
       groups.set(tag, [...(groups.get(tag) ?? []), operation]);
     }
   }
-  return [...groups].map(([tag, operations]) => ({ tag, operations }));
+  return [...groups].map(([tag, operations]) => ({ tag, heading: t.docs.apis[tag]?.heading ?? tag, about: t.docs.apis[tag]?.about ?? '', operations }));
 }
 
 export async function apiDocsPage(app: FastifyInstance, _deps: SiteDeps): Promise<void> {

@@ -47,7 +47,7 @@ export async function stopFixtureApi(db: TestDatabase | undefined, api: TestApi 
   await db?.drop();
 }
 
-/** GET with the key where each variant expects it: bearer on /api/honeypot/*, X-API-Key elsewhere. */
+/** GET with the key where each API expects it: bearer on the token API (/api/honeypot/*), X-API-Key on the key API. */
 export function getWithKey(api: TestApi, key: string, path: string, headers: Record<string, string> = {}): Promise<Response> {
   const auth = path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key };
   return fetch(`${api.base}${path}`, { headers: { ...auth, ...headers } });

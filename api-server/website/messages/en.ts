@@ -65,6 +65,17 @@ export const en = {
     } as Record<string, string>,
     optional: (schemes: string) => `optional: ${schemes}; without one, anonymous limits apply`,
     required: (schemes: string) => `required: ${schemes}`,
+    /** The two APIs, by the OpenAPI tag of their operations. */
+    apis: {
+      'Token API': {
+        heading: 'The token API: /api/honeypot/',
+        about: 'Lists, statistics and recent events with an optional bearer token (an API key); without one, anonymous limits apply.',
+      },
+      'Key API': {
+        heading: 'The key API: /api/',
+        about: "Lists and exports with an API key in the X-API-Key header, metered by your tier's daily quota; /api/stats and /api/recent are public.",
+      },
+    } as Record<string, { heading: string; about: string }>,
     descriptionsLanguage: '',
   },
   signUp: {

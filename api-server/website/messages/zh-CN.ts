@@ -64,6 +64,16 @@ export const zhCN = {
     },
     optional: (schemes: string) => `可选：${schemes}；不提供时按匿名访问限速`,
     required: (schemes: string) => `必需：${schemes}`,
+    apis: {
+      'Token API': {
+        heading: '令牌 API：/api/honeypot/',
+        about: '名单、统计与最近事件，可选 Bearer 令牌（即 API 密钥）；不提供时按匿名访问限速。',
+      },
+      'Key API': {
+        heading: '密钥 API：/api/',
+        about: '名单与导出，在 X-API-Key 请求头中提供 API 密钥，按所属等级的每日配额计量；/api/stats 与 /api/recent 公开访问。',
+      },
+    },
     descriptionsLanguage: '接口与参数说明取自 OpenAPI 文档，为英文。',
   },
   signUp: {

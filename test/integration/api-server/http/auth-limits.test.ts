@@ -57,20 +57,20 @@ interface Problem {
 
 
 describe('no credential', () => {
-  it('variant A serves anonymous callers, announcing the limit', async () => {
+  it('the token API serves anonymous callers, announcing the limit', async () => {
     const res = await call(replica1, '/api/honeypot/dedup', { 'x-forwarded-for': newClient() });
     expect(res.status).toBe(200);
     expect(res.headers.get('ratelimit-policy')).toBe('"anonymous";q=5;w=60');
     expect(res.headers.get('ratelimit')).toBe('"anonymous";r=4;t=55');
   });
 
-  it("variant B's public stats and recent need no key", async () => {
+  it("the key API's public stats and recent need no key", async () => {
     const client = newClient();
     expect((await call(replica1, '/api/stats', { 'x-forwarded-for': client })).status).toBe(200);
     expect((await call(replica1, '/api/recent', { 'x-forwarded-for': client })).status).toBe(200);
   });
 
-  it("variant B's lists need a key: 401", async () => {
+  it("the key API's lists need a key: 401", async () => {
     for (const path of ['/api/dedup', '/api/export', '/api/scan-export']) {
       const res = await call(replica1, path);
       expect(res.status).toBe(401);
@@ -106,7 +106,7 @@ describe('no credential', () => {
 });
 
 describe('credentials', () => {
-  it('X-API-Key and key= on variant B, metered by the tier quota', async () => {
+  it('X-API-Key and key= on the key API, metered by the tier quota', async () => {
     const header = await call(replica1, '/api/export', { 'x-api-key': keys.pro });
     expect(header.status).toBe(200);
     expect(header.headers.get('ratelimit-policy')).toBe('"pro";q=10000;w=86400');
@@ -115,7 +115,7 @@ describe('credentials', () => {
     expect(query.headers.get('ratelimit')).toMatch(/^"pro";r=9998;t=\d+$/);
   });
 
-  it('a bearer token on variant A is not limited', async () => {
+  it('a bearer token on the token API is not limited', async () => {
     for (let i = 0; i < 8; i++) {
       const res = await call(i % 2 ? replica1 : replica2, '/api/honeypot/dedup', { authorization: `Bearer ${keys.basic}`, 'x-forwarded-for': '198.19.0.1' });
       expect(res.status).toBe(200);
@@ -142,7 +142,7 @@ describe('credentials', () => {
     expect(((await res.json()) as Problem).type).toBe('urn:blockfeed:problem:unauthorized');
   });
 
-  it('a revoked key is 401 on both variants', async () => {
+  it('a revoked key is 401 on both APIs', async () => {
     expect((await call(replica1, '/api/export', { 'x-api-key': keys.revoked })).status).toBe(401);
     expect((await call(replica2, '/api/honeypot/dedup', { authorization: `Bearer ${keys.revoked}` })).status).toBe(401);
   });

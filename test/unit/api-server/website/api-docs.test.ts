@@ -10,7 +10,7 @@ const doc: OpenApiDocument = {
     '/api/honeypot/dedup': {
       get: {
         summary: 'Attackers',
-        tags: ['variant A'],
+        tags: ['Token API'],
         security: [{}, { bearerToken: [] }],
         parameters: [{ in: 'query', name: 'hours', description: 'window', schema: { type: 'integer', minimum: 1, maximum: 168, default: 24 } }],
       },
@@ -18,7 +18,7 @@ const doc: OpenApiDocument = {
     '/api/export': {
       get: {
         summary: 'Export',
-        tags: ['variant B'],
+        tags: ['Key API'],
         security: [{ apiKeyHeader: [] }, { apiKeyQuery: [] }],
         parameters: [{ in: 'query', name: 'net', description: 'network', schema: { enum: ['idc', 'mobile'] } }],
       },
@@ -29,7 +29,9 @@ const doc: OpenApiDocument = {
 describe('apiReference', () => {
   it('groups operations by tag and says what they allow', () => {
     const [a, b] = apiReference(doc, localeOf('en'));
-    expect(a?.tag).toBe('variant A');
+    expect(a?.tag).toBe('Token API');
+    expect(a?.heading).toBe('The token API: /api/honeypot/');
+    expect(b?.heading).toBe('The key API: /api/');
     expect(a?.operations[0]).toEqual({
       method: 'GET',
       path: '/api/honeypot/dedup',
@@ -43,6 +45,13 @@ describe('apiReference', () => {
   });
 
   it('speaks the page’s language around the document’s own words', () => {
-    expect(apiReference(doc, localeOf('zh-CN'))[1]?.operations[0]?.credential).toMatch(/^必需：X-API-Key: <密钥>/);
+    const [a, b] = apiReference(doc, localeOf('zh-CN'));
+    expect(a?.heading).toBe('令牌 API：/api/honeypot/');
+    expect(b?.operations[0]?.credential).toMatch(/^必需：X-API-Key: <密钥>/);
+  });
+
+  it('shows a tag it has no words for as the document names it', () => {
+    const [group] = apiReference({ ...doc, paths: { '/x': { get: { tags: ['Other'] } } } }, localeOf('en'));
+    expect(group).toMatchObject({ tag: 'Other', heading: 'Other', about: '' });
   });
 });
