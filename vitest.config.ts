@@ -1,4 +1,4 @@
-// Test tiers (README "Tests"): unit = pure functions; integration = real embedded PostgreSQL, real
+// Test tiers (docs/testing.md): unit = pure functions; integration = real embedded PostgreSQL, real
 // sockets; k8s = a real kube-apiserver, etcd and kube-controller-manager; browser = the website in a real
 // Chromium; cluster = a real node with pods and packets. `vitest run` runs them all. Every tier first checks
 // that the system tools its tests run are installed (test/support/system-tools.ts).

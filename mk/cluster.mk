@@ -1,7 +1,7 @@
 # The cluster tier: a single-node Kubernetes cluster on the local host (kubelet, containerd, kube-proxy,
 # kube-router, CoreDNS) running the chart with the image built from the Dockerfile; and, for people, that
-# cluster or the k8s tier's control plane alone. Included by the top-level Makefile; see README "A real
-# cluster".
+# cluster or the k8s tier's control plane alone. Included by the top-level Makefile; see docs/testing.md
+# "The real cluster".
 
 CLUSTER_STATE_DIR := .cache/cluster/run
 DEV_CLUSTER_DIR := .cache/dev-cluster

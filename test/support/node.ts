@@ -326,8 +326,8 @@ export async function startNode(ns: Namespaces, id: string, dir: string, creds: 
 
     // kube-router reads the Node object kubelet registers: its NetworkPolicy controller only (no routing, no
     // service proxy), with iptables and ipsets, and no listening port (no health or metrics endpoint; without
-    // the router there is no BGP speaker nor GoBGP admin port): why its advisories do not apply is in the
-    // README's "A real cluster"; the cluster tier checks that it listens nowhere beyond loopback.
+    // the router there is no BGP speaker nor GoBGP admin port): why its advisories do not apply is in
+    // docs/testing.md, "The enforcer"; the cluster tier checks that it listens nowhere beyond loopback.
     const core = creds.kc.makeApiClient(CoreV1Api);
     await waitWhileRunning(`node ${NODE.name} registered`, [containerd, kubelet], async () => Boolean(await core.readNode({ name: NODE.name })), 60_000);
     start('kube-router', bins.kubeRouter, [
