@@ -159,7 +159,7 @@ k8s_goflags=(-trimpath -buildvcs=false "-tags=selinux,notest,grpcnotrace")
 
 check_wrapper_module() {
   grep -qE "^[[:space:]]*(require[[:space:]]+)?k8s\.io/kubernetes $K8S_VERSION( // indirect)?\$" "$here/go.mod" ||
-    die "go.mod does not require k8s.io/kubernetes $K8S_VERSION: run test/k8s-bin/gen-replaces.sh"
+    die "go.mod does not require k8s.io/kubernetes $K8S_VERSION: run hack/k8s-bin/gen-replaces.sh"
 }
 
 build_k8s() {
@@ -177,7 +177,7 @@ build_k8s() {
   rm -rf "$out"
   mkdir -p "$out"
   local t0=$SECONDS
-  log "building kube-apiserver and kube-controller-manager $K8S_VERSION (a cold build takes long on 2 cores)"
+  log "building kube-apiserver and kube-controller-manager $K8S_VERSION (a cold build takes minutes)"
   (cd "$here" && CGO_ENABLED=0 go build -p "$parallel" "${k8s_goflags[@]}" -ldflags="$ldflags" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
   log "building etcd $etcd_version (the version $K8S_VERSION pins)"
@@ -315,7 +315,7 @@ write_current_env() {
   local content
   content=$(
     cat <<EOF
-# Written by test/k8s-bin/build.sh (make k8s-bin); do not edit.
+# Written by hack/k8s-bin/build.sh (make k8s-bin); do not edit.
 K8S_VERSION=$K8S_VERSION
 ETCD_VERSION=$etcd_version
 HELM_VERSION=$HELM_VERSION
@@ -335,7 +335,7 @@ write_cluster_env() {
   local content
   content=$(
     cat <<EOF
-# Written by test/k8s-bin/build.sh --cluster (make cluster-bin); do not edit.
+# Written by hack/k8s-bin/build.sh --cluster (make cluster-bin); do not edit.
 KUBE_ROUTER_VERSION=$KUBE_ROUTER_VERSION
 COREDNS_VERSION=$COREDNS_VERSION
 KUBE_SCHEDULER=$cluster_bin/kube-scheduler
