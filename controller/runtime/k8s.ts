@@ -101,9 +101,14 @@ export class ApiConnection {
     return value;
   }
 
-  /** The server's URL, which every request's path is appended to. */
+  /**
+   * The server's URL, which every request's path is appended to: in WHATWG form, as client-node's typed APIs
+   * write the URLs they hand to send() — an in-cluster configuration's https://10.96.0.1:443 is
+   * https://10.96.0.1, without the scheme's default port.
+   */
   get server(): string {
-    return this.#kubeConfig.getCurrentCluster()!.server.replace(/\/+$/, '');
+    const url = new URL(this.#kubeConfig.getCurrentCluster()!.server);
+    return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
   }
 
   async #resolve(): Promise<Credentials> {
