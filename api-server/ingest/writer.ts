@@ -155,7 +155,13 @@ export class EventWriter {
   async connect(): Promise<pg.PoolClient> {
     const client = await this.pool.connect();
     if (!this.prepared.has(client)) {
-      await client.query(STAGING);
+      try {
+        await client.query(STAGING);
+      } catch (err) {
+        // Not handed to a window, so no window releases it: given back here, and closed (it failed).
+        client.release(err as Error);
+        throw err;
+      }
       this.prepared.add(client);
     }
     return client;
