@@ -5,7 +5,11 @@
 //
 // One data directory has at most one server. A process that finds a live server on the directory (via
 // PostgreSQL's own postmaster.pid) reuses it. The last process out stops it: a short CLI command that
-// started the server while `serve` came to use it leaves it running for serve, which stops it on exit.
+// started the server while `serve` came to use it leaves it running for serve, which stops it on exit. Who
+// uses the server is known from registrations, a file per user in <data dir>/server-users, made before the
+// user looks for a server and removed when it is done; one whose process is gone (a crash, kill -9) counts
+// for nobody. Registering and the last one's stopping take turns on a lock file, so a process never finds
+// the server running and then loses it to a last one out that did not see it coming.
 // The server is started in its own process group with its log in <data dir>/postgres.log, so that it can
 // outlive the process that started it and a Ctrl-C meant for that process does not reach it.
 //
@@ -16,7 +20,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import { access, chmod, chown, cp, mkdir, mkdtemp, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { access, chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
@@ -62,14 +66,11 @@ export interface EmbeddedServer {
   readonly port: number;
   /** True when this process started the server (or, supervising, started it again). */
   readonly owned: boolean;
-  /** This process is done with the server: stops it unless other processes still have connections open. */
+  /** This user is done with the server: stops it unless another registered user is still alive. */
   release(): Promise<void>;
   /** Stops the server this process started, whoever else uses it (throwaway test clusters). */
   stop(): Promise<void>;
 }
-
-/** application_name of the connection that asks whether others still use the server; not counted as a user. */
-const RELEASE_PROBE = 'blockfeed-embedded-release';
 
 const RUN_AS = 'postgres';
 
@@ -348,23 +349,69 @@ async function shutdown(pid: number, log: Logger): Promise<void> {
   log.info('embedded PostgreSQL stopped');
 }
 
-/** Client connections of other processes (each process closes its own pool before it releases the server). */
-async function otherUsers(info: ServerInfo): Promise<number> {
-  const client = new pg.Client({ ...clientOptions(info), application_name: RELEASE_PROBE });
-  client.on('error', () => undefined);
+// --- Who uses the server --------------------------------------------------------------------------------------
+
+const USERS_DIR = 'server-users';
+/** Taken by a user registering and by the last one out deciding and stopping, so the two never interleave. */
+const SERVER_LOCK = 'server.lock';
+
+/**
+ * When a process started, in clock ticks since boot (/proc/<pid>/stat, field 22): with the pid, it names one
+ * process, where a pid alone may by now name another that got the number. Undefined without /proc.
+ */
+function processStart(pid: number): string | undefined {
   try {
-    await client.connect();
-    const { rows } = await client.query<{ n: number }>(
-      `select count(*)::int as n from pg_stat_activity
-        where backend_type = 'client backend' and pid <> pg_backend_pid() and application_name <> $1`,
-      [RELEASE_PROBE],
-    );
-    return rows[0]!.n;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name, which is in parentheses and may hold spaces: state is field 3.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
   } catch {
-    return 0; // not answering: nobody can be using it
-  } finally {
-    await client.end().catch(() => undefined);
+    return undefined;
   }
+}
+
+interface Registration {
+  pid: number;
+  /** processStart(pid) when it registered. */
+  start: string | undefined;
+}
+
+/** Is the process that registered still the one running under its pid? */
+function registrantAlive({ pid, start }: Registration): boolean {
+  if (!alive(pid)) return false;
+  const now = processStart(pid);
+  return start === undefined || now === undefined || now === start;
+}
+
+let registrations = 0;
+
+/** Registers a user of the data dir's server (under the server lock); returns its file. */
+async function register(dataDir: string): Promise<string> {
+  const dir = path.join(dataDir, USERS_DIR);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  // One file per user, not per process: a process may hold the server more than once (tests do).
+  const file = path.join(dir, `${process.pid}.${++registrations}`);
+  const entry: Registration = { pid: process.pid, start: processStart(process.pid) };
+  await writeFile(file, JSON.stringify(entry), { mode: 0o600 });
+  return file;
+}
+
+/** The other users still alive (under the server lock); registrations of processes that are gone are removed. */
+async function otherUsers(dataDir: string, own: string): Promise<number> {
+  const dir = path.join(dataDir, USERS_DIR);
+  let live = 0;
+  for (const name of await readdir(dir).catch(() => [])) {
+    const file = path.join(dir, name);
+    if (file === own) continue;
+    let entry: Registration | undefined;
+    try {
+      entry = JSON.parse(await readFile(file, 'utf8')) as Registration;
+    } catch {
+      entry = undefined; // being written: its writer holds the lock, so not now; or a torn file of a crash
+    }
+    if (entry && Number.isInteger(entry.pid) && registrantAlive(entry)) live++;
+    else await rm(file, { force: true });
+  }
+  return live;
 }
 
 interface Cluster {
@@ -379,8 +426,9 @@ const RESTART_DELAYS_MS = [100, 200, 400, 800, 1600, 2000];
 /** How often a supervisor looks whether the server still runs. */
 const WATCH_MS = 200;
 
-function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster: Cluster, supervise: boolean): EmbeddedServer {
+function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster: Cluster, supervise: boolean, registration: string): EmbeddedServer {
   const { log } = cluster;
+  const dataDir = path.dirname(cluster.clusterDir);
   let pid = firstPid;
   let owned = firstOwned;
   let done = false;
@@ -447,16 +495,21 @@ function handle(info: ServerInfo, firstPid: number, firstOwned: boolean, cluster
     stop: async () => {
       done = true;
       clearTimeout(watch);
+      await rm(registration, { force: true });
       if (owned) await stop();
     },
-    release: async () => {
-      done = true;
-      clearTimeout(watch);
-      if (!alive(pid)) return;
-      const others = await otherUsers(info);
-      if (others === 0) return stop();
-      log.info({ postgresPid: pid, connections: others }, 'embedded PostgreSQL left running: other processes use it, the last one out stops it');
-    },
+    release: () =>
+      withDataDirLock(dataDir, SERVER_LOCK, async () => {
+        done = true;
+        clearTimeout(watch);
+        await rm(registration, { force: true });
+        if (!alive(pid)) return;
+        const others = await otherUsers(dataDir, registration);
+        // Stopped under the lock: a process about to use the server registers after it has stopped, and
+        // starts it again.
+        if (others === 0) return stop();
+        log.info({ postgresPid: pid, users: others }, 'embedded PostgreSQL left running: other processes use it, the last one out stops it');
+      }),
   };
 }
 
@@ -470,7 +523,18 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
   await prepareDataDir(dataDir);
   const owner = serverUser();
   const cluster: Cluster = { clusterDir, owner, settings, log };
+  // Before looking for a server: from here on, a last one out leaves it running for this process.
+  const registration = await withDataDirLock(dataDir, SERVER_LOCK, () => register(dataDir));
+  try {
+    return await findOrStart(dataDir, cluster, infoFile, supervise, registration);
+  } catch (err) {
+    await rm(registration, { force: true });
+    throw err;
+  }
+}
 
+async function findOrStart(dataDir: string, cluster: Cluster, infoFile: string, supervise: boolean, registration: string): Promise<EmbeddedServer> {
+  const { clusterDir, owner, settings, log } = cluster;
   for (let attempt = 0; ; attempt++) {
     let info = await readServerInfo(infoFile);
 
@@ -488,7 +552,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
         if (answer === 'wrong-password') throw wrongPassword(infoFile);
         if (answer) {
           log.info({ port: shared.port, pid: running.pid }, 'reusing the embedded PostgreSQL already running on this data dir');
-          return handle(shared, running.pid, false, cluster, supervise);
+          return handle(shared, running.pid, false, cluster, supervise, registration);
         }
         await sleep(100);
       }
@@ -497,7 +561,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
     }
 
     if (!info || clusterState(clusterDir) !== 'initialised') {
-      info = await withInitLock(dataDir, () => prepareCluster(clusterDir, infoFile, owner, log));
+      info = await withDataDirLock(dataDir, INIT_LOCK, () => prepareCluster(clusterDir, infoFile, owner, log));
     } else if (owner) {
       checkReachable(clusterDir, owner.uid);
     }
@@ -514,7 +578,7 @@ export async function startEmbedded({ dataDir: dir, log, settings = {}, supervis
       // Not waited for by this process's event loop: the server may be left running for others.
       child.unref();
       log.info({ port: info.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
-      return handle(info, child.pid!, true, cluster, supervise);
+      return handle(info, child.pid!, true, cluster, supervise, registration);
     } catch (err) {
       if (err instanceof WrongPassword) throw wrongPassword(infoFile);
       // Lost a race with another process starting the same cluster: go round and reuse theirs.
@@ -582,20 +646,28 @@ const INIT_LOCK = 'init.lock';
 const STAGING_PREFIX = 'pg.initdb-';
 
 /**
- * Runs `work` while holding <data dir>/init.lock, so that two processes starting on a new data dir do not both
- * initialise it. A lock whose process is gone (a crash) is taken over.
+ * Runs `work` while holding the lock file <data dir>/<name>: init.lock, so that two processes starting on a new
+ * data dir do not both initialise it; server.lock, so that registering and the last one's stopping take turns.
+ * A lock whose process is gone (a crash) is taken over.
  */
-async function withInitLock<T>(dataDir: string, work: () => Promise<T>): Promise<T> {
-  const lock = path.join(dataDir, INIT_LOCK);
+async function withDataDirLock<T>(dataDir: string, name: string, work: () => Promise<T>): Promise<T> {
+  const lock = path.join(dataDir, name);
   for (;;) {
     try {
       await writeFile(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number(await readFile(lock, 'utf8').catch(() => ''));
-      if (Number.isInteger(holder) && holder > 0 && alive(holder)) await sleep(100);
-      else await rm(lock, { force: true });
+      const text = await readFile(lock, 'utf8').catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT') return undefined; // released meanwhile: try again
+        throw e;
+      });
+      if (text === undefined) continue;
+      const holder = Number(text);
+      // Empty: made a moment ago and its pid not written yet (or a crash in between, if it stays so).
+      const stale = text === '' ? Date.now() - (await stat(lock).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs > 10_000 : !(Number.isInteger(holder) && holder > 0 && alive(holder));
+      if (stale) await rm(lock, { force: true });
+      else await sleep(50);
     }
   }
   try {
