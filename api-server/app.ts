@@ -10,7 +10,7 @@ import type { Logger } from '../common/logging.ts';
 import { loadConfig, type Config } from './config.ts';
 import { accessLog } from './http/access-log.ts';
 import { blocklistApi } from './http/blocklist-api.ts';
-import { healthRoutes } from './http/health.ts';
+import { healthRoutes, startupGate, type Startup } from './http/health.ts';
 import { ingestRoute } from './http/ingest-route.ts';
 import { metricsRoute } from './http/metrics.ts';
 import { answerClientError, problemAnswers, sendNotFoundProblem } from './http/problem.ts';
@@ -29,9 +29,14 @@ interface ServerDeps {
   ingestToken?: string;
   /** The clock rate limits, quotas and list windows go by (default: the system clock). */
   clock?: () => Date;
+  /**
+   * Where `serve`'s start is: until it is done, everything but health and metrics answers 503. Omitted, the
+   * server is ready at once (its caller opened and migrated the store first).
+   */
+  startup?: Startup;
 }
 
-export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken, clock }: ServerDeps): Promise<FastifyInstance> {
+export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken, clock, startup }: ServerDeps): Promise<FastifyInstance> {
   const securityHeaders = securityHeaderLayer();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
@@ -55,8 +60,9 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   // Every error of every route is problem+json: a store that is down is a 503 with Retry-After everywhere.
   await app.register(problemAnswers);
   await app.register(accessLog, { log });
+  if (startup) await app.register(startupGate, { startup });
   // The capabilities, each in a context of its own.
-  await app.register(healthRoutes, { pool: db.pool });
+  await app.register(healthRoutes, { startup });
   await app.register(metricsRoute, { registry });
   if (ingestToken) await app.register(ingestRoute, { pool: db.pool, registry, token: ingestToken });
   await app.register(blocklistApi, { pool: db.pool, log, registry, config, clock });

@@ -3,6 +3,9 @@
 // API and the website answer such errors with 503 and Retry-After (the operator's to fix, or a restart in
 // progress), commands stop with one line naming the database and why (database.ts).
 
+/** `serve` is still waiting for its store or migrating it: nothing but health and metrics is answered yet. */
+export const STARTING = 'BLOCKFEED_STARTING';
+
 /** SQLSTATE and Node error codes of an unusable store, with what each means in a message. */
 const UNUSABLE: ReadonlyMap<string, string> = new Map(Object.entries({
   ECONNREFUSED: 'connection refused',
@@ -18,7 +21,18 @@ const UNUSABLE: ReadonlyMap<string, string> = new Map(Object.entries({
   '57P01': 'the server was shut down',
   '57P02': 'the server crashed',
   '57P03': 'the server is starting up or shutting down',
+  [STARTING]: 'the server is starting: the database is not ready for it yet',
 }));
+
+/** An unavailability blockfeed decides on itself, not reported by PostgreSQL or the network. */
+export class StoreUnavailableError extends Error {
+  readonly code: typeof STARTING;
+  constructor(code: typeof STARTING) {
+    super(UNUSABLE.get(code));
+    this.name = 'StoreUnavailableError';
+    this.code = code;
+  }
+}
 
 /** What node-postgres says, without a code, when a connection dies or cannot be made in time. */
 const LOST_CONNECTION = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/;
