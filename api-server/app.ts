@@ -15,12 +15,13 @@ import { ingestRoute } from './http/ingest-route.ts';
 import { metricsRoute } from './http/metrics.ts';
 import { answerClientError, problemAnswers, sendNotFoundProblem } from './http/problem.ts';
 import { securityHeaderLayer } from './http/security-headers.ts';
-import type { Database } from './store/database.ts';
+import type { Database, StorePools } from './store/database.ts';
 import { sendPageNotFound, wantsPage } from './website/pages.ts';
 import { website } from './website/plugin.ts';
 
 interface ServerDeps {
-  db: Database;
+  /** The primary's pool, and the read pool for lists and statistics (the primary's when omitted). */
+  db: Pick<Database, 'pool'> & Partial<Database>;
   log: Logger;
   registry: Registry;
   /** Settings of the API (limits, quotas, cache, trusted proxies); the defaults when omitted. */
@@ -37,6 +38,7 @@ interface ServerDeps {
 }
 
 export async function buildServer({ db, log, registry, config = loadConfig({ env: {} }), ingestToken, clock, startup }: ServerDeps): Promise<FastifyInstance> {
+  const pools: StorePools = { pool: db.pool, readPool: db.readPool ?? db.pool };
   const securityHeaders = securityHeaderLayer();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: log,
@@ -64,9 +66,9 @@ export async function buildServer({ db, log, registry, config = loadConfig({ env
   // The capabilities, each in a context of its own.
   await app.register(healthRoutes, { startup });
   await app.register(metricsRoute, { registry });
-  if (ingestToken) await app.register(ingestRoute, { pool: db.pool, registry, token: ingestToken });
-  await app.register(blocklistApi, { pool: db.pool, log, registry, config, clock });
-  await app.register(website, { pool: db.pool, log, config, clock });
+  if (ingestToken) await app.register(ingestRoute, { pool: pools.pool, registry, token: ingestToken });
+  await app.register(blocklistApi, { pools, log, registry, config, clock });
+  await app.register(website, { pools, log, config, clock });
   // One not-found handler for the whole server: a page for browsers, problem+json for everything else.
   app.setNotFoundHandler((req, reply) => (wantsPage(req) ? sendPageNotFound(req, reply) : sendNotFoundProblem(req, reply)));
   return app;

@@ -29,6 +29,12 @@ export const ConfigSchema = {
       env: 'DATABASE_URL',
       description: 'PostgreSQL URL; unset = embedded PostgreSQL in the data dir',
     },
+    databaseReadUrl: {
+      type: 'string',
+      pattern: '^postgres(ql)?://',
+      env: 'DATABASE_READ_URL',
+      description: "PostgreSQL URL of read-only standbys for lists, exports and statistics (user, password and database default to DATABASE_URL's); unset = the primary",
+    },
     dataDir: {
       type: 'string',
       minLength: 1,

@@ -86,7 +86,7 @@ export async function startServer({ config, log }: CommandContext, options: Serv
     }
     stopRetention = scheduleRetention(db.pool, log);
     startup.done();
-    log.info('ready');
+    log.info({ readsFrom: db.readPool === db.pool ? 'primary' : describeDatabaseUrl(db.readUrl) }, 'ready');
   } catch (err) {
     stopRetention?.();
     await app?.close();

@@ -5,6 +5,7 @@ export interface ApiMetrics {
   requestDuration: Histogram<'method' | 'route' | 'status'>;
   cacheLookups: Counter<'endpoint' | 'result'>;
   limitRejections: Counter<'policy'>;
+  listReads: Counter<'source'>;
 }
 
 export function createApiMetrics(registry: Registry): ApiMetrics {
@@ -26,6 +27,12 @@ export function createApiMetrics(registry: Registry): ApiMetrics {
       name: 'blockfeed_rate_limit_rejections_total',
       help: 'Requests refused with 429, by policy (anonymous rate limit or tier quota)',
       labelNames: ['policy'],
+      registers: [registry],
+    }),
+    listReads: new Counter({
+      name: 'blockfeed_list_reads_total',
+      help: 'List answers made from the store (200 or 304; not from the response cache), by the server they came from: primary or standby',
+      labelNames: ['source'],
       registers: [registry],
     }),
   };

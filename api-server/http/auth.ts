@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { ApiKey } from '../keys/store.ts';
-import { verifyKey } from '../keys/store.ts';
+import { verifyKeyWithStandbys } from '../keys/store.ts';
 import type { Quota } from '../keys/tiers.ts';
 import { ProblemError } from './problem.ts';
 import type { ApiRouteConfig } from './route-config.ts';
@@ -19,7 +19,9 @@ export interface Authenticator {
 }
 
 interface AuthOptions {
+  /** Keys are verified on the primary; on a standby of `readPool` only while the primary cannot be reached. */
   pool: pg.Pool;
+  readPool?: pg.Pool;
   tiers: Map<string, Quota>;
   keyCacheSeconds: number;
   /** Where members download the basic list (named in the 403 detail). */
@@ -52,7 +54,7 @@ function presentedSecret(req: FastifyRequest, variant: 'A' | 'B'): string | unde
   return typeof query?.key === 'string' ? query.key : undefined;
 }
 
-export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownload = 'the download page of the member centre' }: AuthOptions): Authenticator {
+export function createAuthenticator({ pool, readPool = pool, tiers, keyCacheSeconds, websiteDownload = 'the download page of the member centre' }: AuthOptions): Authenticator {
   const verified = keyCacheSeconds > 0 ? new LRUCache<string, ApiKey>({ max: 10_000, ttl: keyCacheSeconds * 1000 }) : undefined;
 
   function classify(key: ApiKey | undefined, route: ApiRouteConfig): Caller {
@@ -93,7 +95,7 @@ export function createAuthenticator({ pool, tiers, keyCacheSeconds, websiteDownl
       const known = verified?.get(secret);
       if (known) return classify(known, route);
       const startedIn = generation;
-      return verifyKey(pool, secret).then((key) => {
+      return verifyKeyWithStandbys({ pool, readPool }, secret).then((key) => {
         if (key && startedIn === generation) verified?.set(secret, key);
         return classify(key, route);
       });

@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
@@ -15,12 +14,14 @@ import { ResponseCache, parseCacheLifetimes } from './cache.ts';
 import { ENDPOINTS } from './endpoints.ts';
 import { routeGuard, type GuardDeps } from './guard.ts';
 import { createLimiter } from './limits.ts';
+import type { StorePools } from '../store/database.ts';
 import { pruneCounters } from '../store/rate-counters.ts';
 import { openApiRoute, operationSchema, registerOpenApi } from './openapi.ts';
 import type { ResponderDeps } from './respond.ts';
 
 interface ApiOptions {
-  pool: pg.Pool;
+  /** The primary (keys, limits, quotas) and the read pool (lists, statistics). */
+  pools: StorePools;
   log: Logger;
   registry: Registry;
   config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds'>;
@@ -30,10 +31,11 @@ interface ApiOptions {
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-export async function blocklistApi(app: FastifyInstance, { pool, log, registry, config, clock }: ApiOptions): Promise<void> {
+export async function blocklistApi(app: FastifyInstance, { pools, log, registry, config, clock }: ApiOptions): Promise<void> {
+  const { pool } = pools;
   const metrics = createApiMetrics(registry);
   const cache = new ResponseCache({ maxBytes: config.cacheMaxBytes, lookups: metrics.cacheLookups });
-  const auth = createAuthenticator({ pool, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
+  const auth = createAuthenticator({ ...pools, tiers: parseTierQuotas(config.tierQuotas), keyCacheSeconds: config.keyCacheSeconds });
   const limiter = createLimiter({ pool, anonymousPerMinute: config.anonymousPerMinute, rejections: metrics.limitRejections, clock });
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
@@ -47,7 +49,7 @@ export async function blocklistApi(app: FastifyInstance, { pool, log, registry, 
 
   await registerOpenApi(app, VERSION);
   const guardDeps: GuardDeps = { auth, limiter, cache, metrics };
-  const deps: ResponderDeps = { pool, log, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), release: VERSION, clock: clock ?? (() => new Date()) };
+  const deps: ResponderDeps = { pool, readPool: pools.readPool, log, listReads: metrics.listReads, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), release: VERSION, clock: clock ?? (() => new Date()) };
   for (const endpoint of ENDPOINTS) {
     app.get(endpoint.path, { ...routeGuard(guardDeps, endpoint), schema: operationSchema(endpoint) }, (req, reply) => endpoint.respond(deps, req, reply));
   }

@@ -6,6 +6,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Counter } from 'prom-client';
+import { isOlder, newer, parseDataVersion, type DataVersion } from '../query/data-version.ts';
 
 interface CachedBody {
   body: Buffer;
@@ -85,10 +86,40 @@ export interface ListIdentity {
 
 /**
  * A list's ETag, known before its body exists: a digest of everything the bytes are a function of, so two
- * answers share it only when their bytes are equal. Pure.
+ * answers share it only when their bytes are equal; in front of it, readable, the data version it was read at
+ * (`"<epoch>.<version>.<digest>"`), so that a server can tell from a client's If-None-Match how new a list
+ * it holds (versionOfEtag). Pure.
  */
 export function listEtag({ release, dataVersion, key, asOf }: ListIdentity): string {
-  return etagOf(createHash('sha256').update(`list\n${release}\n${dataVersion}\n${key}\n${asOf.toISOString()}`));
+  const digest = createHash('sha256').update(`list\n${release}\n${dataVersion}\n${key}\n${asOf.toISOString()}`).digest('base64url').slice(0, 32);
+  const version = parseDataVersion(dataVersion);
+  return version ? `"${version.epoch}.${version.version}.${digest}"` : `"${digest}"`;
+}
+
+/** The data version a list's ETag carries; undefined for any other ETag (a document's, a malformed one). Pure. */
+export function versionOfEtag(etag: string): DataVersion | undefined {
+  const m = /^(?:W\/)?"([0-9a-f]{8})\.(\d{1,19})\.[A-Za-z0-9_-]{32}"$/.exec(etag.trim());
+  return m?.[1] && m[2] ? { epoch: m[1], version: BigInt(m[2]) } : undefined;
+}
+
+/** The newest list version among the ETags of an If-None-Match: the list the client holds. Pure. */
+export function heldListVersion(ifNoneMatch: string | undefined): DataVersion | undefined {
+  let held: DataVersion | undefined;
+  for (const tag of ifNoneMatch?.split(',') ?? []) {
+    const version = versionOfEtag(tag);
+    if (version) held = held ? newer(held, version) : version;
+  }
+  return held;
+}
+
+/**
+ * Does the client hold a list newer than this answer (one read on a standby that lagged, or on another replica
+ * before a write)? Then the answer is not for it: it would take the client back. Pure.
+ */
+export function holdsNewer(ifNoneMatch: string | undefined, answer: { etag: string }): boolean {
+  const own = versionOfEtag(answer.etag);
+  const held = own && heldListVersion(ifNoneMatch);
+  return held !== undefined && own !== undefined && isOlder(own, held);
 }
 
 /** Does an If-None-Match header list this ETag (or `*`)? Weak comparison, as RFC 9110 asks for 304s. */
@@ -140,17 +171,22 @@ export class ResponseCache {
     return this.#normalized.get(rawUrl);
   }
 
-  /** The entry under a key, if any, without counting the lookup (see countLookup). */
-  peek(key: string): CachedBody | undefined {
-    return this.#lru?.get(key);
+  /**
+   * The entry under a key, if any, without counting the lookup (see countLookup). Not an entry older than the
+   * list the request's If-None-Match holds: that request is answered from the store, and its answer replaces
+   * the entry.
+   */
+  peek(key: string, ifNoneMatch?: string): CachedBody | undefined {
+    const entry = this.#lru?.get(key);
+    return entry && ifNoneMatch !== undefined && holdsNewer(ifNoneMatch, entry) ? undefined : entry;
   }
 
   countLookup(endpoint: string, hit: boolean): void {
     this.#lookups.inc({ endpoint, result: hit ? 'hit' : 'miss' });
   }
 
-  get(endpoint: string, key: string): CachedBody | undefined {
-    const hit = this.peek(key);
+  get(endpoint: string, key: string, ifNoneMatch?: string): CachedBody | undefined {
+    const hit = this.peek(key, ifNoneMatch);
     this.countLookup(endpoint, hit !== undefined);
     return hit;
   }

@@ -60,7 +60,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
      */
     onRequest: (req: FastifyRequest, reply: FastifyReply, done: Next) => {
       const key = cache.knownKey(req.url);
-      const hit = key === undefined ? undefined : cache.peek(key);
+      const hit = key === undefined ? undefined : cache.peek(key, req.headers['if-none-match']);
       if (!hit) return done();
       admit(req, reply, (err) => {
         if (err) return done(err);

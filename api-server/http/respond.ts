@@ -6,20 +6,23 @@
 import { pipeline } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
+import type { Counter } from 'prom-client';
 import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/list-sql.ts';
 import { listInstant } from '../query/lists.ts';
-import { openListSnapshot } from '../query/stream.ts';
+import { openListSource } from '../query/list-source.ts';
 import { readListBody } from '../render/list-body.ts';
-import { cacheKey, cacheSeconds, etagMatches, listEtag, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
+import { readFromStandbys, type StorePools } from '../store/database.ts';
+import { cacheKey, cacheSeconds, etagMatches, heldListVersion, listEtag, sendBody, sendNotModified, sendStream, strongEtag, type CacheLifetimes, type ResponseCache } from './cache.ts';
 import { visibility } from './guard.ts';
 import type { ApiRoute } from './route-config.ts';
 
-export interface ResponderDeps {
-  pool: pg.Pool;
+export interface ResponderDeps extends StorePools {
   log: Logger;
+  /** List answers made from the store (200 or 304), by the server that answered (list-source.ts). */
+  listReads: Counter<'source'>;
   cache: ResponseCache;
   lifetimes: CacheLifetimes;
   /** The software release (package.json), part of every list's ETag. */
@@ -45,9 +48,13 @@ export function list<Q>(filter: (query: Q, now: Date) => ListFilter, { truncates
   return (deps, route, q, req, reply) => respondList(deps, route, req, reply, { filter: (now) => filter(q, now), format: q.format, hours: q.hours, download: q.download, truncates });
 }
 
-/** A small document produced whole from the query (stats, recent). Its lifetime counts from `hours` if the query has it. */
+/**
+ * A small document produced whole from the query (stats, recent), read from the standbys when there are some.
+ * Its lifetime counts from `hours` if the query has it.
+ */
 export function document<Q extends { format: Format; hours?: number }>(produce: (pool: pg.Pool, query: Q, now: Date) => Promise<string>): Renderer<Q> {
-  return (deps, route, q, req, reply) => respondDocument(deps, route, req, reply, { hours: q.hours, format: q.format, produce: (now) => produce(deps.pool, q, now) });
+  return (deps, route, q, req, reply) =>
+    respondDocument(deps, route, req, reply, { hours: q.hours, format: q.format, produce: (now) => readFromStandbys(deps, (pool) => produce(pool, q, now)) });
 }
 
 const CONTENT_TYPES: Record<Format, string> = {
@@ -78,12 +85,14 @@ interface ListRequest {
 
 async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest): Promise<FastifyReply> {
   const key = keyOf(deps.cache, route, req);
-  const hit = deps.cache.get(route.endpoint, key);
+  const held = req.headers['if-none-match'];
+  const hit = deps.cache.get(route.endpoint, key, held);
   if (hit) return sendBody(req, reply, visibility(route), hit);
   // The list describes the store at the start of this minute: its window, generated_at, Last-Modified,
   // download name and ETag all follow from this instant, so equal ETags mean equal bytes.
   const asOf = listInstant(deps.clock());
-  const snapshot = await openListSnapshot(deps.pool, deps.log);
+  const snapshot = await openListSource(deps, deps.log, heldListVersion(held));
+  deps.listReads.inc({ source: snapshot.source });
   const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[asked.format] };
   if (asked.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, asked.hours, asOf, asked.format)}"`;
   const etag = listEtag({ release: deps.release, dataVersion: snapshot.dataVersion, key, asOf });

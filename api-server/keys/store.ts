@@ -1,5 +1,7 @@
 // The credential store: subscription keys in PostgreSQL, only their hashes kept.
 import type pg from 'pg';
+import { hasStandbys, type StorePools } from '../store/database.ts';
+import { isStoreUnavailable } from '../store/unavailable.ts';
 import { generateKey, keyMatches, keyPrefix, revocationTarget } from './secret.ts';
 
 export interface ApiKey {
@@ -110,4 +112,38 @@ export async function verifyKey(pool: pg.Pool, presented: string): Promise<ApiKe
   // Only here, on a verification against the store: remembered keys cost no write (the member centre shows it).
   await pool.query('update api_keys set last_used_at = now() where id = $1', [row.id]);
   return toKey(row);
+}
+
+/**
+ * verifyKey on the primary; while the primary cannot be reached, on a standby, so that unmetered callers keep
+ * their lists through a failover. A key is revoked by a write on the primary, so none can be revoked while it
+ * is away; one revoked before is on a standby that has replayed all it received (with synchronous
+ * replication, every acknowledged commit is). So a standby's word is taken only when it has nothing left to
+ * replay, and only for a key it finds active: an unknown or revoked key, or a standby behind, is the primary's
+ * unavailability again (503), never a 401 the primary might not give. The use is not recorded (a write).
+ */
+export async function verifyKeyWithStandbys(pools: StorePools, presented: string): Promise<ApiKey | undefined> {
+  try {
+    return await verifyKey(pools.pool, presented);
+  } catch (err) {
+    if (!hasStandbys(pools) || !isStoreUnavailable(err)) throw err;
+    const key = await activeKeyOnStandby(pools.readPool, presented);
+    if (!key) throw err;
+    return key;
+  }
+}
+
+/** The active key a secret belongs to, read on a standby that has replayed all it received; else undefined. */
+async function activeKeyOnStandby(pool: pg.Pool, presented: string): Promise<ApiKey | undefined> {
+  const prefix = keyPrefix(presented);
+  if (!prefix) return undefined;
+  // One statement, so the position and the key are of one server (a Service spreads connections over several).
+  // On a server that is no standby (promoted in a failover) both positions are null: it is up to date.
+  const { rows } = await pool.query<KeyRow & { caught_up: boolean }>(
+    `select k.*, not pg_is_in_recovery() or coalesce(pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn(), false) as caught_up
+     from api_keys k where k.prefix = $1 and k.revoked_at is null`,
+    [prefix],
+  );
+  const row = rows[0];
+  return row?.caught_up && keyMatches(presented, row.hash) ? toKey(row) : undefined;
 }

@@ -8,6 +8,7 @@ import type pg from 'pg';
 import QueryStream from 'pg-query-stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Logger } from '../../common/logging.ts';
+import { DATA_VERSION_SQL } from './data-version.ts';
 import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './list-sql.ts';
 
 /**
@@ -45,6 +46,8 @@ export interface ListRows {
   pipeTo<T extends Duplex>(end: T): T;
 }
 
+export type SnapshotSource = 'primary' | 'standby';
+
 /** One read-only snapshot of the store, from which one list is read (or none). */
 export interface ListSnapshot {
   /**
@@ -52,6 +55,8 @@ export interface ListSnapshot {
    * `<epoch>:<version>`: equal for two snapshots only when they see the same addresses and rollups.
    */
   readonly dataVersion: string;
+  /** Which server the snapshot is on: the primary, or a standby (list-source.ts). */
+  readonly source: SnapshotSource;
   /** Reads a list; the connection is released when its rows end. At most once per snapshot. */
   read(options: ListReadOptions): Promise<ListRows>;
   /** Ends the snapshot without reading a list (the client has it already). */
@@ -62,12 +67,12 @@ export interface ListSnapshot {
  * Opens a repeatable-read snapshot and reads the data version in it first, so the list read later in the
  * same snapshot is exactly the data of that version.
  */
-export async function openListSnapshot(pool: pg.Pool, log: Logger): Promise<ListSnapshot> {
+export async function openListSnapshot(pool: pg.Pool, log: Logger, source: SnapshotSource = 'primary'): Promise<ListSnapshot> {
   const client = await pool.connect();
   let dataVersion: string;
   try {
     await client.query('begin isolation level repeatable read read only');
-    const { rows } = await client.query<{ v: string }>(`select epoch::text || ':' || version::text as v from list_data_version`);
+    const { rows } = await client.query<{ v: string }>(DATA_VERSION_SQL);
     const row = rows[0];
     if (!row) throw new Error('list_data_version holds no row');
     dataVersion = row.v;
@@ -77,6 +82,7 @@ export async function openListSnapshot(pool: pg.Pool, log: Logger): Promise<List
   }
   return {
     dataVersion,
+    source,
     read: (options) => readList(pool, client, log, options),
     close: async () => {
       try {

@@ -1,30 +1,79 @@
-// The store's connection: an external PostgreSQL (DATABASE_URL) or the embedded one in the data dir.
+// The store's connections: an external PostgreSQL (DATABASE_URL) or the embedded one in the data dir, and
+// optionally read-only standbys (DATABASE_READ_URL) for the reads that may lag behind the primary by a moment.
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { UserError } from '../../common/errors.ts';
 import type { Logger } from '../../common/logging.ts';
 import { startEmbedded, type EmbeddedServer } from './embedded.ts';
-import { storeUnavailableReason } from './unavailable.ts';
+import { isStoreUnavailable, storeUnavailableReason } from './unavailable.ts';
 
-export interface Database {
+/**
+ * The two ways to the store. `pool` is the primary: every write, and every read that must see the latest
+ * commit (keys, rate limits and quotas, sessions, ingest). `readPool` is for reads that may lag behind it by
+ * the replication delay (lists, exports, statistics, the website's charts): the standbys of DATABASE_READ_URL,
+ * or the primary's pool itself when there are none.
+ */
+export interface StorePools {
   readonly pool: pg.Pool;
+  readonly readPool: pg.Pool;
+}
+
+export interface Database extends StorePools {
   /** The URL the pool connects to (contains a password: never log it). */
   readonly url: string;
+  /** The URL the read pool connects to: the standbys', or `url`. */
+  readonly readUrl: string;
   readonly embedded?: EmbeddedServer;
-  /** Closes the pool, then stops the embedded server unless other processes still use it. */
+  /** Closes the pools, then stops the embedded server unless other processes still use it. */
   close(): Promise<void>;
 }
 
 export interface OpenOptions {
-  config: Pick<Config, 'databaseUrl' | 'dataDir'>;
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databaseReadUrl'>>;
   log: Logger;
-  /** Name shown in pg_stat_activity. */
+  /** Name shown in pg_stat_activity (the read pool's sessions add `-read`). */
   applicationName?: string;
   poolSize?: number;
   /** Settings for a newly started embedded server (tests turn fsync off). */
   embeddedSettings?: Record<string, string>;
   /** Start the embedded server again whenever it dies, until close() (`serve`). */
   superviseEmbedded?: boolean;
+}
+
+/** Whether a store has standbys to read from (a read pool of its own). */
+export function hasStandbys(pools: StorePools): boolean {
+  return pools.readPool !== pools.pool;
+}
+
+/**
+ * Runs a read that may lag on the read pool; when the standbys cannot be reached (all gone, or none left
+ * after a failover promoted the last one), on the primary. Any other error is the read's own.
+ */
+export async function readFromStandbys<T>(pools: StorePools, read: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  if (!hasStandbys(pools)) return read(pools.pool);
+  try {
+    return await read(pools.readPool);
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+    return read(pools.pool);
+  }
+}
+
+/**
+ * The standbys' URL with what it leaves out taken from the primary's: a URL without a user (and password)
+ * uses DATABASE_URL's, one without a database name DATABASE_URL's database. So a deployment names only the
+ * standbys' host and TLS settings, and the credentials stay in one place, exactly as the primary's URL holds
+ * them (already encoded). Pure.
+ */
+export function completeReadUrl(readUrl: string, primaryUrl: string): string {
+  const read = new URL(readUrl);
+  const primary = new URL(primaryUrl);
+  if (!read.username) {
+    read.username = primary.username;
+    read.password = primary.password;
+  }
+  if (read.pathname === '' || read.pathname === '/') read.pathname = primary.pathname;
+  return read.toString();
 }
 
 /** Replaces the database name in a PostgreSQL URL. */
@@ -42,6 +91,18 @@ export function withDatabase(url: string, database: string): string {
  */
 const CONNECT_TIMEOUT_MS = 5_000;
 
+function makePool(url: string, applicationName: string, poolSize: number, log: Logger): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // A client losing its connection (the server restarted or died) must not crash the process. An idle one is
+  // reported by the pool; one checked out between two queries (an ingest window, a list's snapshot) emits the
+  // error on itself, unheard unless listened for here: its holder learns of it from its next query, and the
+  // pool drops it on release. New connections are opened as they are asked for, so the pool works again as
+  // soon as the server does.
+  pool.on('error', (err) => log.warn({ err: { message: err.message }, pool: applicationName }, 'idle database connection lost'));
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return pool;
+}
+
 export async function openDatabase({ config, log, applicationName = 'blockfeed', poolSize = 10, embeddedSettings, superviseEmbedded }: OpenOptions): Promise<Database> {
   let embedded: EmbeddedServer | undefined;
   let url = config.databaseUrl;
@@ -50,22 +111,19 @@ export async function openDatabase({ config, log, applicationName = 'blockfeed',
     url = withDatabase(embedded.url, 'blockfeed');
     await ensureDatabaseExists(embedded.url, 'blockfeed');
   }
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, application_name: applicationName, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-  // A client losing its connection (the server restarted or died) must not crash the process. An idle one is
-  // reported by the pool; one checked out between two queries (an ingest window, a list's snapshot) emits the
-  // error on itself, unheard unless listened for here: its holder learns of it from its next query, and the
-  // pool drops it on release. New connections are opened as they are asked for, so the pool works again as
-  // soon as the server does.
-  pool.on('error', (err) => log.warn({ err: { message: err.message } }, 'idle database connection lost'));
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  const pool = makePool(url, applicationName, poolSize, log);
+  const readUrl = config.databaseReadUrl ? completeReadUrl(config.databaseReadUrl, url) : url;
+  const readPool = config.databaseReadUrl ? makePool(readUrl, `${applicationName}-read`, poolSize, log) : pool;
   let closing: Promise<void> | undefined;
   return {
     pool,
+    readPool,
     url,
+    readUrl,
     embedded,
     close: () =>
       (closing ??= (async () => {
-        await pool.end();
+        await Promise.all([pool.end(), readPool === pool ? undefined : readPool.end()]);
         await embedded?.release();
       })()),
   };

@@ -318,7 +318,8 @@ async function spawnServer(
   for (;;) {
     if (exitError) throw exitError;
     const pm = readPostmasterPid(clusterDir);
-    if (pm && pm.pid === child.pid && pm.status === 'ready') {
+    // `standby`: a hot standby (a copy of a cluster set to follow another) is as ready as it will be.
+    if (pm && pm.pid === child.pid && (pm.status === 'ready' || pm.status === 'standby')) {
       const answer = await accepts();
       if (answer === true) break;
       if (answer === 'wrong-password') {

@@ -5,6 +5,11 @@
 
 /** `serve` is still waiting for its store or migrating it: nothing but health and metrics is answered yet. */
 export const STARTING = 'BLOCKFEED_STARTING';
+/**
+ * A read that must not be older than something (the list a client holds) found the standbys older, and the
+ * primary, the only server that could be newer, cannot be reached.
+ */
+export const STANDBYS_BEHIND = 'BLOCKFEED_STANDBYS_BEHIND';
 
 /** SQLSTATE and Node error codes of an unusable store, with what each means in a message. */
 const UNUSABLE: ReadonlyMap<string, string> = new Map(Object.entries({
@@ -21,13 +26,17 @@ const UNUSABLE: ReadonlyMap<string, string> = new Map(Object.entries({
   '57P01': 'the server was shut down',
   '57P02': 'the server crashed',
   '57P03': 'the server is starting up or shutting down',
+  // A write on a standby: the primary's address leads to a server that is no primary (yet, or any more), as
+  // for a moment in a failover. The pool drops the connection with the failed query.
+  '25006': 'the server is read-only (a standby)',
   [STARTING]: 'the server is starting: the database is not ready for it yet',
+  [STANDBYS_BEHIND]: 'the standbys are behind what the request needs and the primary cannot be reached',
 }));
 
 /** An unavailability blockfeed decides on itself, not reported by PostgreSQL or the network. */
 export class StoreUnavailableError extends Error {
-  readonly code: typeof STARTING;
-  constructor(code: typeof STARTING) {
+  readonly code: typeof STARTING | typeof STANDBYS_BEHIND;
+  constructor(code: typeof STARTING | typeof STANDBYS_BEHIND) {
     super(UNUSABLE.get(code));
     this.name = 'StoreUnavailableError';
     this.code = code;

@@ -5,7 +5,7 @@ import { LIST_ENDPOINTS, LIST_FILTERS, filtersOf, type FilterName } from '../../
 import { HoneypotDedupParams } from '../query/endpoint-params.ts';
 import { parseQuery } from '../query/validate-query.ts';
 import { dedupFilter, listInstant } from '../query/lists.ts';
-import { openListSnapshot } from '../query/stream.ts';
+import { openListSource } from '../query/list-source.ts';
 import { readListBody } from '../render/list-body.ts';
 import { feedChoice, feedSnippets } from './feeds.ts';
 import type { Locale } from './i18n.ts';
@@ -46,7 +46,7 @@ function optionLabel(name: FilterName, value: string, locale: Locale): string {
   return value;
 }
 
-export async function downloadRoutes(app: FastifyInstance, { pool, log, tiers, siteUrl, clock }: SiteDeps): Promise<void> {
+export async function downloadRoutes(app: FastifyInstance, { pool, readPool, log, tiers, siteUrl, clock }: SiteDeps): Promise<void> {
   app.get('/account/download', { preHandler: requireMember }, async (req, reply) => {
     const member = memberOf(req);
     const { locale } = req.visit;
@@ -75,7 +75,7 @@ export async function downloadRoutes(app: FastifyInstance, { pool, log, tiers, s
     const window = parsed.value.hours as number;
     // The same instant and snapshot as /api/honeypot/dedup takes for this minute: the same lines.
     const now = listInstant(clock());
-    const snapshot = await openListSnapshot(pool, log);
+    const snapshot = await openListSource({ pool, readPool }, log);
     const list = await readListBody(snapshot, { filter: dedupFilter({ hours: window }, now), format: 'txt', generatedAt: now, windowHours: window, count: false });
     return reply
       .type('text/plain; charset=utf-8')

@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { queryHourlyAttacks, queryStats, type HourlyAttacks, type StatsDocument } from '../query/stats.ts';
+import { readFromStandbys, type StorePools } from '../store/database.ts';
 import { barChart, hourlyChart } from './charts.ts';
 import { sendPage } from './pages.ts';
 import type { SiteDeps } from './site.ts';
@@ -19,22 +20,23 @@ interface Figures {
   hourly: HourlyAttacks[];
 }
 
-/** One query at a time per window, shared by every visitor until it is a minute old. */
-function figuresCache(pool: pg.Pool, clock: () => Date): (hours: number) => Promise<Figures> {
+/** One query at a time per window, shared by every visitor until it is a minute old; on the standbys if any. */
+function figuresCache(pools: StorePools, clock: () => Date): (hours: number) => Promise<Figures> {
   const kept = new Map<number, { until: number; figures: Promise<Figures> }>();
   return (hours) => {
     const now = clock();
     const entry = kept.get(hours);
     if (entry && entry.until > now.getTime()) return entry.figures;
-    const figures = Promise.all([queryStats(pool, now, hours), queryHourlyAttacks(pool, now, hours)]).then(([stats, hourly]) => ({ stats, hourly }));
+    const read = (pool: pg.Pool) => Promise.all([queryStats(pool, now, hours), queryHourlyAttacks(pool, now, hours)]).then(([stats, hourly]) => ({ stats, hourly }));
+    const figures = readFromStandbys(pools, read);
     kept.set(hours, { until: now.getTime() + REFRESH_MS, figures });
     figures.catch(() => kept.delete(hours));
     return figures;
   };
 }
 
-export async function homePage(app: FastifyInstance, { pool, clock }: SiteDeps): Promise<void> {
-  const figuresFor = figuresCache(pool, clock);
+export async function homePage(app: FastifyInstance, { pool, readPool, clock }: SiteDeps): Promise<void> {
+  const figuresFor = figuresCache({ pool, readPool }, clock);
 
   app.get('/', async (req, reply) => {
     const asked = Number((req.query as { hours?: unknown }).hours);

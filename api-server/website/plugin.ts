@@ -19,6 +19,7 @@ import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
 import { SessionStore, pruneSessions, storedSessionSecret } from '../members/sessions.ts';
 import { findMember, type Member } from '../members/store.ts';
+import type { StorePools } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/unavailable.ts';
 import { accountRoutes } from './account.ts';
 import { apiDocsPage } from './api-docs.ts';
@@ -43,7 +44,8 @@ declare module 'fastify' {
 }
 
 export interface WebsiteOptions {
-  pool: pg.Pool;
+  /** The primary (accounts, sessions, keys, throttles) and the read pool (the charts, the basic list). */
+  pools: StorePools;
   log: Logger;
   config: Pick<Config, 'siteUrl' | 'smtpUrl' | 'mailFrom' | 'sessionSecret' | 'tierQuotas'>;
   /** The clock sign-in throttles count by (default: the system clock). */
@@ -61,9 +63,10 @@ export async function website(app: FastifyInstance, options: WebsiteOptions): Pr
   await app.register(memberCentre, options);
 }
 
-async function memberCentre(app: FastifyInstance, { pool, log, config, clock = () => new Date() }: WebsiteOptions): Promise<void> {
+async function memberCentre(app: FastifyInstance, { pools, log, config, clock = () => new Date() }: WebsiteOptions): Promise<void> {
+  const { pool } = pools;
   const mailer = config.smtpUrl && config.siteUrl ? createMailer(config.smtpUrl, config.siteUrl, config.mailFrom) : undefined;
-  const deps: SiteDeps = { pool, log, clock, tiers: parseTierQuotas(config.tierQuotas), mailer, siteUrl: config.siteUrl };
+  const deps: SiteDeps = { pool, readPool: pools.readPool, log, clock, tiers: parseTierQuotas(config.tierQuotas), mailer, siteUrl: config.siteUrl };
 
   const keys = siteKeys(pool, config.sessionSecret);
   // Signs the CSRF and device cookies.

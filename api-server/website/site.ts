@@ -1,10 +1,10 @@
 // What the website's page plugins share: their dependencies, the public base URL, the cookies, the guard of
 // members' pages, the CSRF token of a page, and how form bodies are read and what their fields may hold.
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import type pg from 'pg';
 import Type from 'typebox';
 import type { Logger } from '../../common/logging.ts';
 import type { Quota } from '../keys/tiers.ts';
+import type { StorePools } from '../store/database.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordProblem } from '../members/passwords.ts';
 import type { Member } from '../members/store.ts';
 import { hasForbiddenCharacters } from '../members/untrusted-text.ts';
@@ -20,8 +20,7 @@ export const DEVICE_COOKIE = 'blockfeed_device';
 /** A session ends 12 hours after sign-in, whatever happens in between (rolling would write on every page). */
 export const SESSION_HOURS = 12;
 
-export interface SiteDeps {
-  pool: pg.Pool;
+export interface SiteDeps extends StorePools {
   log: Logger;
   /** The clock throttles and quotas count by. */
   clock: () => Date;

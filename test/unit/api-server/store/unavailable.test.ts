@@ -20,6 +20,7 @@ describe('storeUnavailableReason', () => {
     ['57P01', 'the server was shut down'],
     ['57P02', 'the server crashed'],
     ['57P03', 'the server is starting up or shutting down'],
+    ['25006', 'the server is read-only (a standby)'],
     ['08006', 'connection failure'],
     ['08001', 'connection failure'],
   ])('%s: %s', (code, reason) => {
