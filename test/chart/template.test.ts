@@ -2,6 +2,7 @@
 // values schema and the chart's own checks refusing wrong values.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api-server/config.ts';
+import { completeReadUrl } from '../../api-server/store/database.ts';
 import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../../controller/rbac.ts';
 import { ALL_ON, CLOUDNATIVEPG } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';
@@ -313,6 +314,28 @@ describe('helm template with database.type=cloudnativepg', () => {
       name: 'postgresql-ca',
       secret: { secretName: 'blockfeed-postgresql-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
     });
+  });
+
+  it('reads lists from the standbys (the -ro Service) with the credentials of DATABASE_URL, over the same TLS', () => {
+    const api = container(find(objs, 'Deployment', 'blockfeed-api'), 'api-server');
+    const read = env(api).get('DATABASE_READ_URL')?.value ?? '';
+    expect(read).toBe('postgresql://blockfeed-postgresql-ro.blockfeed:5432/?sslmode=verify-full&sslrootcert=/etc/blockfeed/postgresql-ca/ca.crt');
+    // The program's configuration takes it, and fills in the user, password and database of the operator's URL.
+    const uri = 'postgresql://blockfeed:Zx%2F9%3Aa%40b@blockfeed-postgresql-rw.blockfeed:5432/blockfeed';
+    const config = loadConfig({ env: { DATABASE_URL: `${uri}?sslmode=verify-full`, DATABASE_READ_URL: read } });
+    expect(completeReadUrl(config.databaseReadUrl ?? '', config.databaseUrl ?? '')).toBe(
+      'postgresql://blockfeed:Zx%2F9%3Aa%40b@blockfeed-postgresql-ro.blockfeed:5432/blockfeed?sslmode=verify-full&sslrootcert=/etc/blockfeed/postgresql-ca/ca.crt',
+    );
+  });
+
+  it.each([
+    ['auto, one instance', { instances: 1, minSyncReplicas: 0, maxSyncReplicas: 0 }, false],
+    ['auto, instances raised in clusterSpec', { instances: 1, minSyncReplicas: 0, maxSyncReplicas: 0, clusterSpec: { instances: 3 } }, true],
+    ['off', { readFromStandbys: false }, false],
+    ['on, one instance', { instances: 1, minSyncReplicas: 0, maxSyncReplicas: 0, readFromStandbys: true }, true],
+  ])('reads from the standbys or not: %s', async (_what, cloudnativepg, reads) => {
+    const api = container(find(await renderChart({ database: { type: 'cloudnativepg', cloudnativepg } }), 'Deployment', 'blockfeed-api'), 'api-server');
+    expect(env(api).has('DATABASE_READ_URL')).toBe(reads);
   });
 
   it("reads the server CA from the Secret the Cluster names, when it names one", async () => {

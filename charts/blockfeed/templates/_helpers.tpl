@@ -132,6 +132,16 @@ key: ingest-token
 {{- end }}
 {{- end }}
 
+{{/* "true" when the api-server reads from the CloudNativePG Cluster's standbys (readFromStandbys; auto: instances > 1). */}}
+{{- define "blockfeed.readFromStandbys" -}}
+{{- $cnpg := .Values.database.cloudnativepg }}
+{{- if eq .Values.database.type "cloudnativepg" }}
+{{- $setting := toString $cnpg.readFromStandbys }}
+{{- $instances := int (dig "instances" $cnpg.instances $cnpg.clusterSpec) }}
+{{- if or (eq $setting "true") (and (eq $setting "auto") (gt $instances 1)) }}true{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* What CloudNativePG's admission webhook would refuse, said before anything is installed. */}}
 {{- define "blockfeed.validateCloudNativePG" -}}
 {{- $cnpg := .Values.database.cloudnativepg }}
