@@ -1,11 +1,12 @@
 // The chart's production database on a real node: CloudNativePG's operator (built from its Go module,
 // installed from its published manifest), the chart with database.type=cloudnativepg — a Cluster of two
-// instances in synchronous replication, the api-server (over TLS) and the controller on it — and the primary's pod
-// deleted while sensors push events, subscribers pull lists and anonymous clients read statistics. Printed: the
-// failover's timeline, the time until writes succeed again, the events acknowledged before, during and after,
-// the lists served meanwhile and every status seen. Asserted: every acknowledged event is in the database
-// afterwards (on the new primary and on the instance that rejoined), every 503 says when to retry, and the
-// api-server pods were neither restarted nor replaced.
+// instances in synchronous replication, the api-server (over TLS, lists read from the standby through the -ro
+// Service) and the controller on it — and the primary's pod deleted while sensors push events, subscribers pull
+// lists and anonymous clients read statistics. Printed: the failover's timeline, the time until writes succeed
+// again, the events acknowledged before, during and after, the lists served meanwhile and which server they
+// were read from, and every status seen. Asserted: every acknowledged event is in the database afterwards (on
+// the new primary and on the instance that rejoined), lists are served while the primary is away, every 503
+// says when to retry, the api-server pods stayed ready and were neither restarted nor replaced.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
@@ -29,6 +30,11 @@ const STEADY_MS = 15_000;
 
 const report = (line: string) => console.log(`[cnpg] ${line}`);
 
+interface Reads {
+  primary: number;
+  standby: number;
+}
+
 interface ClusterStatus {
   phase?: string;
   currentPrimary?: string;
@@ -50,6 +56,15 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
   const psql = async (pod: string, sql: string, database = 'blockfeed') =>
     (await execInPod(cluster.kc, SYSTEM, pod, 'postgres', ['psql', '--no-psqlrc', '--tuples-only', '--no-align', '--dbname', database, '--command', sql])).stdout.trim();
   const apiPods = async () => (await core.listNamespacedPod({ namespace: SYSTEM, labelSelector: 'app.kubernetes.io/component=api-server' })).items;
+  /** Lists the api-server pods have read from the store, by server (blockfeed_list_reads_total, from each pod). */
+  const listReads = async (): Promise<Reads> => {
+    const reads = { primary: 0, standby: 0 };
+    for (const pod of await apiPods()) {
+      const text = await cluster.node.run('curl', ['--silent', '--show-error', '--max-time', '3', `http://${pod.status?.podIP}:8080/metrics`]);
+      for (const source of ['primary', 'standby'] as const) reads[source] += Number(new RegExp(`^blockfeed_list_reads_total\\{[^}]*source="${source}"[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    }
+    return reads;
+  };
 
   beforeAll(async () => {
     cluster = await startCluster({
@@ -83,8 +98,9 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     const installed = await helmWithValues(['install', RELEASE, CHART, '--namespace', SYSTEM, '--create-namespace', '--kubeconfig', cluster.kubeconfigPath, '--wait', '--timeout', '8m'], {
       image: { repository, tag, pullPolicy: 'Never' },
       // Two api-server replicas: both must carry on through the failover. Anonymous callers are metered (one
-      // PostgreSQL counter per request) but not refused: the load is one client address.
-      api: { replicas: 2, anonymousPerMinute: 100000, ingest: { enabled: true, token: INGEST_TOKEN } },
+      // PostgreSQL counter per request) but not refused: the load is one client address. No response cache:
+      // every list is read from the store, so the figures say which server answered.
+      api: { replicas: 2, anonymousPerMinute: 100000, ingest: { enabled: true, token: INGEST_TOKEN }, cache: { maxBytes: 0 } },
       database: {
         type: 'cloudnativepg',
         cloudnativepg: { instances: 2, minSyncReplicas: 1, maxSyncReplicas: 1, imageName: cluster.images.cnpgPostgresql, imagePullPolicy: 'Never', storage: { size: '1Gi' } },
@@ -150,6 +166,13 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     );
     await new Promise((r) => setTimeout(r, STEADY_MS));
     expect(load.acknowledged.length, 'pushes acknowledged before the deletion').toBeGreaterThan(0);
+    // Lists are read on the standby (DATABASE_READ_URL, the -ro Service), over TLS as well.
+    const [standby = ''] = (await core.listNamespacedPod({ namespace: SYSTEM, labelSelector: `cnpg.io/cluster=${DATABASE},cnpg.io/instanceRole=replica` })).items.map((p) => p.metadata?.name ?? '');
+    const readSessions = await psql(standby, `select count(*) filter (where s.ssl) || '|' || count(*) from pg_stat_activity a join pg_stat_ssl s using (pid) where a.application_name = 'blockfeed-serve-read'`, 'postgres');
+    report(`the api-server's read sessions on the standby ${standby}: ${readSessions.replace('|', ' over TLS, of ')}`);
+    const readsBefore = await listReads();
+    report(`lists read before the deletion: ${readsBefore.standby} from the standby, ${readsBefore.primary} from the primary`);
+    expect(readsBefore.standby).toBeGreaterThan(0);
 
     // The primary's pod deleted (as a node drain or a person does); the Cluster and the api-server pods' readiness
     // watched meanwhile.
@@ -162,6 +185,15 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     let last = '';
     let promotedAt = 0;
     let newPrimary = '';
+    // The api-servers' list reads by server, sampled through the failover.
+    const samples: { at: number; reads: Reads }[] = [{ at: deletedAt, reads: readsBefore }];
+    const sampling = (async () => {
+      while (Date.now() - deletedAt < 600_000 && (!promotedAt || Date.now() - promotedAt < STEADY_MS * 2)) {
+        const reads = await listReads().catch(() => undefined);
+        if (reads) samples.push({ at: Date.now(), reads });
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
     const watching = (async () => {
       while (Date.now() - deletedAt < 600_000) {
         const [s, pods] = await Promise.all([clusterStatus().catch(() => undefined), apiPods().catch(() => undefined)]);
@@ -190,6 +222,7 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     await new Promise((r) => setTimeout(r, STEADY_MS));
     await load.stop();
     await watching;
+    await sampling;
     const after = new Map((await apiPods()).map((p) => [p.metadata?.uid ?? '', restarts(p)]));
 
     // Figures. The outage: from the first request of any kind that failed after the deletion to writes
@@ -209,6 +242,15 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     }
     const listsDuring = load.answers.filter((a) => a.what.startsWith('list') && phase(a.at) === 'outage' && a.status === 200 && !a.error);
     report(`lists served (200) during the outage: ${listsDuring.length}`);
+    // Reads between the samples around the outage: the last before its start and the first after its end.
+    const at = (t: number, side: 'before' | 'after') =>
+      (side === 'before' ? samples.filter((x) => x.at <= t).at(-1) : samples.find((x) => x.at >= t))?.reads ?? { primary: 0, standby: 0 };
+    const fromOutage = at(outageFrom, 'before');
+    const toResumed = at(resumedAt, 'after');
+    report(`lists read from the store during the outage (give or take the 1 s between samples): ${toResumed.standby - fromOutage.standby} from the standby, ${toResumed.primary - fromOutage.primary} from the primary`);
+    const end = samples.at(-1)?.reads ?? fromOutage;
+    report(`lists read after writes resumed: ${end.standby - toResumed.standby} from the standby (or the -ro Service's new members), ${end.primary - toResumed.primary} from the primary`);
+    expect(listsDuring.length, 'lists served while the primary was away').toBeGreaterThan(0);
     report('why requests failed after the deletion:');
     for (const [reason, count] of countBy(load.answers.filter((a) => a.at > deletedAt && a.status !== 200), (a) => `${a.what}: ${a.status || 'no answer'} ${a.detail ?? a.error ?? ''}`)) report(`  ${count}× ${reason}`);
     report("the api-server's warnings and errors after the deletion:");
@@ -232,8 +274,9 @@ describe('blockfeed on a CloudNativePG Cluster: the primary deleted under load',
     // A 503 always says when to retry.
     const unavailable = load.answers.filter((a) => a.status === 503);
     for (const a of unavailable) expect(a.retryAfter, `${a.what} 503 at ${a.at - deletedAt} ms`).toMatch(/^\d+$/);
-    // The api-server carried on by itself: the same pods, no container restarted.
+    // The api-server carried on by itself: the same pods, no container restarted, never out of the Service.
     expect(after).toEqual(before);
+    expect(timeline.filter((line) => /api-server pods ready: [01]\//.test(line)), 'api-server pods not ready during the failover').toEqual([]);
     report(`api-server pods: the same ${after.size}, restarts ${[...after.values()].join(', ')} (unchanged)`);
   });
 });
