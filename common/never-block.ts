@@ -3,7 +3,7 @@
 // RFC 6890 special-purpose space that is not globally reachable. The documentation ranges (192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32) are deliberately absent: they never carry real traffic, so
 // listing them harms nobody, and the demo data and tests use them as attacker addresses.
-import ipaddr from 'ipaddr.js';
+import { CidrMatcher, requireCidr, type Address } from './ip.ts';
 
 /** Ranges no blocklist may contain: loopback, private, link-local, CGNAT, multicast and other reserved space. */
 export const NEVER_BLOCK: readonly string[] = [
@@ -28,28 +28,23 @@ export const NEVER_BLOCK: readonly string[] = [
   'ff00::/8', // multicast
 ];
 
-// The table as ranges, for testing one address at a time (the ingest tests every source). IPv4 ranges are
-// kept as flat [first, last] pairs of a typed array: the ingest asks once per event, so a plain loop.
-const V4_RANGES: number[] = [];
-const V6_RANGES: [bigint, bigint][] = [];
-for (const cidr of NEVER_BLOCK) {
-  const [network, length] = ipaddr.parseCIDR(cidr);
-  const bytes = network.toByteArray();
-  const bits = bytes.length * 8;
-  const first = bytes.reduce((n, b) => (n << 8n) | BigInt(b), 0n);
-  const last = first | ((1n << BigInt(bits - length)) - 1n);
-  if (bits === 32) V4_RANGES.push(Number(first), Number(last));
-  else V6_RANGES.push([first, last]);
+/** The table as merged ranges, for testing one address at a time (the ingest tests every source). */
+export const NEVER_BLOCK_RANGES = new CidrMatcher(NEVER_BLOCK.map(requireCidr));
+
+/**
+ * Whether an address lies in never-block space. As a source, such an address is a sensor's own network or a
+ * health check, never an attacker to list.
+ */
+export function isNeverBlock(address: Address): boolean {
+  return NEVER_BLOCK_RANGES.has(address);
 }
-const V4_BOUNDS = Float64Array.from(V4_RANGES);
 
 /** Whether an IPv4 address (as an unsigned 32-bit number) lies in never-block space. */
 export function isNeverBlockV4(address: number): boolean {
-  for (let i = 0; i < V4_BOUNDS.length; i += 2) if (address >= (V4_BOUNDS[i] as number) && address <= (V4_BOUNDS[i + 1] as number)) return true;
-  return false;
+  return NEVER_BLOCK_RANGES.hasIPv4(address);
 }
 
 /** Whether an IPv6 address (as a 128-bit number) lies in never-block space. */
 export function isNeverBlockV6(address: bigint): boolean {
-  return V6_RANGES.some(([first, last]) => address >= first && address <= last);
+  return NEVER_BLOCK_RANGES.hasIPv6(address);
 }
