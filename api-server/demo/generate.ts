@@ -4,8 +4,7 @@
 // telescope-only scanners; the research scanners of data/scanners.yaml; addresses seen by several sensors
 // and by both the honeypots and the telescope. Same seed and clock → same events.
 import { SERVICE_PORTS, SERVICES, type Service } from '../../common/vocabulary.ts';
-import { formatIPv4 } from '../../common/ipv4.ts';
-import { parseAddress, parseCidr, type Address } from '../enrich/address.ts';
+import { ipv4Address, ipv4Last, requireCidr, type Address } from '../../common/ip.ts';
 import type { ScannerOrganisation } from '../enrich/curated.ts';
 import type { Region } from '../enrich/ip2region.ts';
 import type { Action } from '../classify/classification.ts';
@@ -88,16 +87,17 @@ interface Actor {
 function pickRange(rand: () => number, ranges: { start: number; end: number }[]): Address {
   const r = ranges[Math.floor(rand() * ranges.length)] as { start: number; end: number };
   const num = r.start + 1 + Math.floor(rand() * Math.max(1, r.end - r.start - 1));
-  return parseAddress(formatIPv4(num)) as Address;
+  return ipv4Address(num);
 }
 
 function pickScanner(rand: () => number, orgs: ScannerOrganisation[]): Address | undefined {
   const ranges = orgs.flatMap((o) => o.ranges.filter((c) => !c.includes(':')));
   const cidr = ranges[Math.floor(rand() * ranges.length)];
   if (!cidr) return undefined;
-  const { first, last } = parseCidr(cidr);
-  if (first.kind !== 4 || last.kind !== 4) return undefined;
-  return parseAddress(formatIPv4(first.num + Math.floor(rand() * (last.num - first.num + 1))));
+  const range = requireCidr(cidr);
+  if (range.kind !== 4) return undefined;
+  const size = ipv4Last(range.network, range.prefix) - range.network + 1;
+  return ipv4Address(range.network + Math.floor(rand() * size));
 }
 
 function sample<T>(rand: () => number, list: readonly T[], n: number): T[] {

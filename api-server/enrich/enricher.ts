@@ -4,7 +4,7 @@
 // the IPv6 tables are read on first use.
 import { type Isp, type Net } from '../../common/vocabulary.ts';
 import { ScannerRanges } from './scanners.ts';
-import { type Address } from './address.ts';
+import { type Address } from '../../common/ip.ts';
 import type { RegionLookup } from './ip2region.ts';
 import { netType, normalizeIsp } from './net-type.ts';
 import { loadEnrichmentTables } from './snapshot.ts';

@@ -3,7 +3,7 @@
 // read and rewritten in pages of 20,000, each page one UPDATE of the rows that changed.
 import type pg from 'pg';
 import { ATTACK_DATA_LOCK } from '../store/locks.ts';
-import { parseAddress } from './address.ts';
+import { parseAddress } from '../../common/ip.ts';
 import type { Enricher, Enrichment } from './enricher.ts';
 
 const PAGE = 20_000;

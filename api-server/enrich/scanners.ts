@@ -1,6 +1,6 @@
 // Scanner identity: is an address inside the published ranges (or ASNs) of a research or asset scanning
 // organisation (data/scanners.yaml)? Part of an address's enrichment.
-import { parseCidr, type Address } from './address.ts';
+import { ipv4Last, ipv6Last, requireCidr, type Address } from '../../common/ip.ts';
 import { type ScannerOrganisation } from './curated.ts';
 import { Ipv4RangesBuilder, Ipv6RangesBuilder, type Ipv4Ranges, type Ipv6Ranges } from './ranges.ts';
 
@@ -21,9 +21,9 @@ export class ScannerRanges {
     const b6 = new Ipv6RangesBuilder();
     orgs.forEach((o, i) => {
       for (const cidr of o.ranges) {
-        const { first, last } = parseCidr(cidr);
-        if (first.kind === 4 && last.kind === 4) b4.add(first.num, last.num, i);
-        else if (first.kind === 6 && last.kind === 6) b6.add((first.hi << 64n) | first.lo, (last.hi << 64n) | last.lo, i);
+        const range = requireCidr(cidr);
+        if (range.kind === 4) b4.add(range.network, ipv4Last(range.network, range.prefix), i);
+        else b6.add(range.network, ipv6Last(range.network, range.prefix), i);
       }
       for (const asn of o.asns) this.byAsn.set(asn, i);
     });

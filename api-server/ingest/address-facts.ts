@@ -3,8 +3,7 @@
 // so folding in an event stored already changes nothing. Kept in typed arrays indexed by a slot per address,
 // not objects, which every major collection would trace (docs/data-model.md "Ingest"). Pure apart from them.
 import { SERVICES } from '../../common/vocabulary.ts';
-import { formatIPv4 } from '../../common/ipv4.ts';
-import { type Address } from '../enrich/address.ts';
+import { ipv4Address, type Address } from '../../common/ip.ts';
 
 export const MAX_SENSORS = 8;
 const SERVICE_COUNT = SERVICES.length;
@@ -81,8 +80,7 @@ export class AddressFacts {
   address(slot: number): Address {
     const v6 = this.v6.get(slot);
     if (v6) return v6;
-    const num = this.v4(slot);
-    return { kind: 4, text: formatIPv4(num), num };
+    return ipv4Address(this.v4(slot));
   }
 
   /** Folds one event of the address in `slot` into its facts. `service` is an index into SERVICES or -1. */

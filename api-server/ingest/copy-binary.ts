@@ -2,7 +2,7 @@
 // a 32-bit length (-1 = NULL) and the type's binary "send" form, then a trailer. PostgreSQL then takes
 // timestamps, uuids, addresses and arrays as stored bytes instead of parsing text (~0.9 s of its CPU per
 // million events). Pure apart from the buffer it owns.
-import type { Address } from '../enrich/address.ts';
+import type { Address } from '../../common/ip.ts';
 
 /** 'PGCOPY\n\377\r\n\0', then 32-bit flags and header-extension length, both 0. */
 const HEADER = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);

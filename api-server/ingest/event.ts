@@ -3,7 +3,7 @@
 import { hash } from 'node:crypto';
 import { SERVICES, serviceOfPort, type Service, type Source } from '../../common/vocabulary.ts';
 import type { Action } from '../classify/classification.ts';
-import { parseAddress, type Address } from '../enrich/address.ts';
+import { parseAddress, type Address } from '../../common/ip.ts';
 
 export interface AttackEvent {
   /** Milliseconds since the epoch (UTC). */

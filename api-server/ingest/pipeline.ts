@@ -4,8 +4,7 @@
 // and never stop the rest; events from non-global sources are counted and dropped here, so no list, rollup
 // or classification ever sees them.
 import { setImmediate } from 'node:timers/promises';
-import { isNeverBlockV4 } from '../../common/never-block.ts';
-import { isNonGlobal } from '../enrich/address.ts';
+import { isNeverBlock, isNeverBlockV4 } from '../../common/never-block.ts';
 import { EventBatch } from './batch.ts';
 import { RawEvent, type LineParser } from './event.ts';
 import type { EventWriter, IngestWindow } from './writer.ts';
@@ -152,7 +151,7 @@ export async function ingest(inputs: Iterable<IngestInput>, options: IngestOptio
         if (line.trim() === '') return;
         const result = parser.line(line);
         if ('event' in result) {
-          if (isNonGlobal(result.event.src)) stats.nonGlobal++;
+          if (isNeverBlock(result.event.src)) stats.nonGlobal++;
           else {
             stats.accepted++;
             batch.add(result.event);

@@ -3,8 +3,7 @@
 // property test. Pure. Everything is rendered as literals, not bind parameters, because the txt path runs the
 // query inside COPY, which takes none; every value is either a vocabulary member or a timestamp we made,
 // and is quoted anyway.
-import { parseIPv4 } from '../../common/ipv4.ts';
-import { NEVER_BLOCK } from '../../common/never-block.ts';
+import { NEVER_BLOCK, NEVER_BLOCK_RANGES } from '../../common/never-block.ts';
 import { SERVICES, normalizeProvince, type AddressType, type Isp, type Level, type Net, type Precision, type Service, type Source } from '../../common/vocabulary.ts';
 
 /** Which "last seen" decides whether an address is in the window. */
@@ -35,19 +34,8 @@ export function timestampLiteral(at: Date): string {
 
 /** The IPv4 never-block ranges (common/never-block.ts) as merged, sorted [first, last] address numbers. */
 function neverBlockV4(): [number, number][] {
-  const ranges = NEVER_BLOCK.filter((r) => !r.includes(':')).map((cidr): [number, number] => {
-    const [address = '', bits = ''] = cidr.split('/');
-    const first = parseIPv4(address);
-    return [first, first + 2 ** (32 - Number(bits)) - 1];
-  });
-  ranges.sort((x, y) => x[0] - y[0]);
-  const merged: [number, number][] = [];
-  for (const r of ranges) {
-    const last = merged.at(-1);
-    if (last && r[0] <= last[1] + 1) last[1] = Math.max(last[1], r[1]);
-    else merged.push(r);
-  }
-  return merged;
+  const flat = NEVER_BLOCK_RANGES.v4;
+  return Array.from({ length: flat.length / 2 }, (_, i): [number, number] => [flat[2 * i] as number, flat[2 * i + 1] as number]);
 }
 
 /** Per first octet: 0 when no range touches that /8, 1 when ranges cover all of it, 2 when part of it. */

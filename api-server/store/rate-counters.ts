@@ -1,7 +1,7 @@
 // Fixed-window counters in PostgreSQL (`rate_counters`, migration 0003): one atomic UPSERT per counted
 // request, so every replica on one database sees the same counts. The API's rate limits and tier quotas
 // (http/limits.ts) and the website's throttles (website/throttle.ts) count here, each in buckets of its own.
-import ipaddr from 'ipaddr.js';
+import { cidrText, ipv6Network, ipv6Value, parseAddress } from '../../common/ip.ts';
 import type pg from 'pg';
 
 /** A counter: its bucket (a name of the counting policy's choosing) and the length of its fixed windows. */
@@ -21,10 +21,10 @@ export interface Count {
  * gets a /64 at least, so counting single IPv6 addresses would let one client rotate past every limit.
  */
 export function clientSubject(address: string): string {
-  if (!ipaddr.isValid(address)) return address;
-  const parsed = ipaddr.process(address); // an IPv4-mapped IPv6 address is the IPv4 client it carries
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+  const parsed = parseAddress(address); // an IPv4-mapped IPv6 address is the IPv4 client it carries
+  if (!parsed) return address;
+  if (parsed.kind === 4) return parsed.text;
+  return cidrText({ kind: 6, network: ipv6Network(ipv6Value(parsed), 64), prefix: 64 });
 }
 
 /** The start of the fixed window of `windowSeconds` that `now` falls in (aligned to the epoch: minutes, UTC days). */

@@ -3,7 +3,7 @@
 // parser (parse.ts) gives: the same outcome, the same stored row. Anything it is not sure of, it declines, and
 // the parser reads that line. Everything that could make the parser refuse a line is checked before any
 // session changes.
-import { parseIPv4Bytes } from '../../../../common/ipv4.ts';
+import { parseIPv4Bytes } from '../../../../common/ip.ts';
 import { SERVICE_INDEX, serviceOfPort } from '../../../../common/vocabulary.ts';
 import { idCountsConnection, inTimeRange, isoUtcMs, MAX_SENSOR_NAME, MAX_TEXT, requireSensor, type LineParser } from '../../event.ts';
 import { ABSENT, ByteNames, FlatFields, NULL, NUMBER, STRING, bytesEqual } from '../flat-json.ts';

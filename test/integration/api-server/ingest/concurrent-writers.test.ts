@@ -2,7 +2,7 @@
 // a body twice) insert into `events` side by side and may wait on each other's rows, even in a cycle that
 // PostgreSQL breaks by aborting one of them. Whatever happens, each event is stored and counted once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../api-server/enrich/address.ts';
+import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
 import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';

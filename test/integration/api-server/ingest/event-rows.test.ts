@@ -2,7 +2,7 @@
 // encoding (batch.ts) — addresses of both families, NULLs, texts needing escapes in other encodings, the
 // edges of the port range and millisecond timestamps.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../api-server/enrich/address.ts';
+import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
 import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';

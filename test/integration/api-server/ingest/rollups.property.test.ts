@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICES } from '../../../../common/vocabulary.ts';
-import { parseAddress } from '../../../../api-server/enrich/address.ts';
+import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
 import type { Action } from '../../../../api-server/classify/classification.ts';
 import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAddress, parseCidr } from '../../../../api-server/enrich/address.ts';
+import { formatIPv4, ipv4Last, parseAddress, requireCidr } from '../../../../common/ip.ts';
 import { Enricher } from '../../../../api-server/enrich/enricher.ts';
 import { Ipv4RangesBuilder } from '../../../../api-server/enrich/ranges.ts';
 
@@ -53,9 +53,9 @@ describe('address and range primitives', () => {
   });
 
   it('parses CIDRs and refuses host bits', () => {
-    const { first, last } = parseCidr('10.0.0.0/8');
-    expect([first.text, last.text]).toEqual(['10.0.0.0', '10.255.255.255']);
-    expect(() => parseCidr('10.0.0.1/8')).toThrow(/host bits/);
+    const cidr = requireCidr('10.0.0.0/8');
+    expect(cidr.kind === 4 && [formatIPv4(cidr.network), formatIPv4(ipv4Last(cidr.network, cidr.prefix))]).toEqual(['10.0.0.0', '10.255.255.255']);
+    expect(() => requireCidr('10.0.0.1/8')).toThrow(/host bits/);
   });
 
   it('finds ranges by binary search, with gaps', () => {

@@ -4,8 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatIPv4 } from '../../../../common/ipv4.ts';
-import { parseAddress, type Address } from '../../../../api-server/enrich/address.ts';
+import { formatIPv4, parseAddress, type Address } from '../../../../common/ip.ts';
 import { Enricher } from '../../../../api-server/enrich/enricher.ts';
 import { encodeSnapshot, loadEnrichmentTables, readSnapshot, snapshotName } from '../../../../api-server/enrich/snapshot.ts';
 import { buildEnrichmentTables } from '../../../../api-server/enrich/tables.ts';

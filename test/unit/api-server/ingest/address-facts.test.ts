@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SERVICES } from '../../../../common/vocabulary.ts';
-import { parseAddress, type Address } from '../../../../api-server/enrich/address.ts';
+import { parseAddress, type Address } from '../../../../common/ip.ts';
 import { AddressFacts, HONEYPOT, MAX_SENSORS, TELESCOPE } from '../../../../api-server/ingest/address-facts.ts';
 
 // A few dozen addresses, so that each meets many events (and more sensors than it keeps).

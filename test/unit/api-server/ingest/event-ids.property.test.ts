@@ -11,7 +11,7 @@ import { EventBatch } from '../../../../api-server/ingest/batch.ts';
 import { eventId, RawEvent, type AttackEvent, type ParserOptions } from '../../../../api-server/ingest/event.ts';
 import { parserFor, type InputFormat } from '../../../../api-server/ingest/parsers/index.ts';
 import { SensorNames } from '../../../../api-server/ingest/sensors.ts';
-import { parseAddress } from '../../../../api-server/enrich/address.ts';
+import { parseAddress } from '../../../../common/ip.ts';
 
 const sample = (name: string) => readFileSync(fileURLToPath(new URL(`../../../../examples/sensor-logs/${name}`, import.meta.url)), 'utf8');
 
