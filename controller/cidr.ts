@@ -3,9 +3,8 @@
 //
 // A feed can hold a million addresses, so IPv4 stays numeric: single addresses go into a Uint32Array sorted
 // natively, ranges into a Float64Array of (start * 64 + prefix) keys, and one linear sweep merges both. IPv6 is
-// rare in feeds and uses BigInt. ipaddr.js parses everything the fast IPv4 path does not recognise.
-import ipaddr from 'ipaddr.js';
-import { formatIPv4, parseIPv4 } from '../common/ipv4.ts';
+// rare in feeds and uses BigInt. Addresses and CIDRs are parsed and formatted by common/ip.ts.
+import { formatIPv4, formatIPv6, ipv4Last, ipv6Last, parseCidr } from '../common/ip.ts';
 
 export interface Entry4 {
   family: 4;
@@ -31,50 +30,15 @@ const TWO32 = 4294967296;
 const V6_BITS = 128n;
 const V6_MAX = (1n << V6_BITS) - 1n;
 
-function v4Mask(start: number, prefix: number): number {
-  if (prefix === 0) return 0;
-  const size = 2 ** (32 - prefix);
-  return start - (start % size);
-}
-
-function v6FromBytes(bytes: number[]): bigint {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return n;
-}
-
-function v6Mask(start: bigint, prefix: number): bigint {
-  const hostBits = V6_BITS - BigInt(prefix);
-  return (start >> hostBits) << hostBits;
-}
-
 /**
  * One feed entry: an address or CIDR, IPv4 or IPv6, surrounding whitespace ignored. Host bits of a CIDR are
- * cleared (198.51.100.7/24 means 198.51.100.0/24). Returns undefined for anything else.
+ * cleared (198.51.100.7/24 means 198.51.100.0/24). An IPv4-mapped IPv6 address stays IPv6 (never-block
+ * space). Returns undefined for anything else.
  */
 export function parseEntry(raw: string): Entry | undefined {
-  const text = raw.trim();
-  const slash = text.indexOf('/');
-  const addressEnd = slash === -1 ? text.length : slash;
-  let prefix: number | undefined;
-  if (slash !== -1) {
-    const p = text.slice(slash + 1);
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(p)) return undefined;
-    prefix = Number(p);
-  }
-  const v4 = parseIPv4(text, 0, addressEnd);
-  if (v4 >= 0) {
-    const len = prefix ?? 32;
-    if (len > 32) return undefined;
-    return { family: 4, start: v4Mask(v4, len), prefix: len };
-  }
-  const address = text.slice(0, addressEnd);
-  if (!address.includes(':') || !ipaddr.IPv6.isValid(address)) return undefined;
-  const len = prefix ?? 128;
-  if (len > 128) return undefined;
-  const parsed = ipaddr.IPv6.parse(address);
-  if (parsed.zoneId) return undefined;
-  return { family: 6, start: v6Mask(v6FromBytes(parsed.toByteArray()), len), prefix: len };
+  const cidr = parseCidr(raw.trim(), { bareAddress: true });
+  if (!cidr) return undefined;
+  return cidr.kind === 4 ? { family: 4, start: cidr.network, prefix: cidr.prefix } : { family: 6, start: cidr.network, prefix: cidr.prefix };
 }
 
 /** Parses a CIDR or address that must be valid (configuration, allowlists); throws naming it otherwise. */
@@ -84,26 +48,8 @@ export function parseCidrStrict(text: string): Entry {
   return entry;
 }
 
-function formatIPv6(n: bigint): string {
-  const bytes: number[] = new Array<number>(16);
-  let rest = n;
-  for (let i = 15; i >= 0; i--) {
-    bytes[i] = Number(rest & 0xffn);
-    rest >>= 8n;
-  }
-  return ipaddr.fromByteArray(bytes).toString();
-}
-
 export function formatEntry(entry: Entry): string {
   return entry.family === 4 ? `${formatIPv4(entry.start)}/${entry.prefix}` : `${formatIPv6(entry.start)}/${entry.prefix}`;
-}
-
-/** Inclusive last address of an entry. */
-function entryEnd4(start: number, prefix: number): number {
-  return start + 2 ** (32 - prefix) - 1;
-}
-function entryEnd6(start: bigint, prefix: number): bigint {
-  return start + (1n << (V6_BITS - BigInt(prefix))) - 1n;
 }
 
 /** Sorted, merged, inclusive intervals: the form exclusions are applied in. */
@@ -116,11 +62,11 @@ export interface Intervals {
 export function toIntervals(entries: readonly Entry[]): Intervals {
   const v4 = entries
     .filter((e): e is Entry4 => e.family === 4)
-    .map((e) => [e.start, entryEnd4(e.start, e.prefix)] as const)
+    .map((e) => [e.start, ipv4Last(e.start, e.prefix)] as const)
     .sort((a, b) => a[0] - b[0]);
   const v6 = entries
     .filter((e): e is Entry6 => e.family === 6)
-    .map((e) => [e.start, entryEnd6(e.start, e.prefix)] as const)
+    .map((e) => [e.start, ipv6Last(e.start, e.prefix)] as const)
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const out4: number[] = [];
   for (const [s, e] of v4) {
@@ -154,7 +100,7 @@ export function containsIPv4(list: Float64Array, address: number): boolean {
 export function coveredBy(entry: Entry, intervals: Intervals): boolean {
   if (entry.family === 4) {
     const list = intervals.v4;
-    const end = entryEnd4(entry.start, entry.prefix);
+    const end = ipv4Last(entry.start, entry.prefix);
     let lo = 0;
     let hi = list.length / 2 - 1;
     while (lo <= hi) {
@@ -167,7 +113,7 @@ export function coveredBy(entry: Entry, intervals: Intervals): boolean {
     }
     return false;
   }
-  const end = entryEnd6(entry.start, entry.prefix);
+  const end = ipv6Last(entry.start, entry.prefix);
   for (let i = 0; i < intervals.v6.length; i += 2) {
     if (entry.start >= intervals.v6[i]! && end <= intervals.v6[i + 1]!) return true;
   }
@@ -245,7 +191,7 @@ export class CidrCollector {
         e = s;
       } else {
         s = rangeStart;
-        e = entryEnd4(s, rangeKey - rangeStart * 64);
+        e = ipv4Last(s, rangeKey - rangeStart * 64);
         j++;
       }
       if (curEnd >= 0 && s <= curEnd + 1) {

@@ -15,7 +15,7 @@ import {
   type Intervals,
 } from './cidr.ts';
 import type { BlocklistSubscriptionSpec } from '../api/v1alpha1/blocklist-subscription.ts';
-import { parseIPv4, parseIPv4Bytes } from '../common/ipv4.ts';
+import { IPv4BytesReader, parseIPv4, parseIPv4Bytes } from '../common/ip.ts';
 import { NEVER_BLOCK } from '../common/never-block.ts';
 
 export const DROP_REASONS = ['invalid', 'never_block', 'cluster', 'allowlist', 'too_broad'] as const;
@@ -44,11 +44,6 @@ const NEVER_BLOCK_INTERVALS = toIntervals(NEVER_BLOCK.map(parseCidrStrict));
 const MAX_EXAMPLES = 3;
 const utf8 = new TextDecoder('utf-8');
 const NEWLINE = 10;
-const DOT = 46;
-const DIGIT_0 = 48;
-const DIGIT_9 = 57;
-/** the longest plain line: "255.255.255.255" and its newline */
-const PLAIN_LINE_MAX = 16;
 
 function unionIntervals(...lists: Intervals[]): Intervals {
   const toEntries = (iv: Intervals): Entry[] => {
@@ -99,6 +94,7 @@ export class Sanitiser {
   private readonly octetNeedsCheck = new Uint8Array(256);
   /** the unfinished last line of the previous chunk (write()) */
   private carry: Uint8Array | undefined;
+  private readonly ipv4 = new IPv4BytesReader();
   private lines = 0;
 
   constructor(options: SanitiseOptions) {
@@ -190,46 +186,24 @@ export class Sanitiser {
       i = nl + 1;
     }
     const n = chunk.length;
+    const reader = this.ipv4;
     while (i < n) {
-      const lineStart = i;
-      // The fast path reads a line as a plain dotted quad and its newline: at most 16 bytes, all in the chunk.
-      if (n - i >= PLAIN_LINE_MAX) {
-        let address = 0;
-        let octets = 0;
-        let c = chunk[i]!;
-        for (;;) {
-          // one octet: one to three digits, no leading zero (octal to some parsers), at most 255
-          if (c < DIGIT_0 || c > DIGIT_9) break;
-          let octet = c - DIGIT_0;
-          c = chunk[++i]!;
-          if (octet !== 0 && c >= DIGIT_0 && c <= DIGIT_9) {
-            octet = octet * 10 + (c - DIGIT_0);
-            c = chunk[++i]!;
-            if (c >= DIGIT_0 && c <= DIGIT_9) {
-              octet = octet * 10 + (c - DIGIT_0);
-              c = chunk[++i]!;
-            }
-          }
-          if (octet > 255) break;
-          address = address * 256 + octet;
-          if (++octets === 4 || c !== DOT) break;
-          c = chunk[++i]!;
-        }
-        if (octets === 4 && c === NEWLINE) {
-          this.lines++;
-          this.addIPv4(address, chunk, lineStart, i);
-          i++;
-          continue;
-        }
+      // The fast path reads a line as a plain dotted quad directly followed by its newline.
+      const address = reader.read(chunk, i, n);
+      if (address >= 0 && reader.end < n && chunk[reader.end] === NEWLINE) {
+        this.lines++;
+        this.addIPv4(address, chunk, i, reader.end);
+        i = reader.end + 1;
+        continue;
       }
-      // Anything else, and the last few bytes of the chunk: the whole line, found by its newline.
+      // Anything else, and a line the chunk cuts: the whole line, found by its newline.
       const nl = chunk.indexOf(NEWLINE, i);
       if (nl === -1) {
-        this.carry = chunk.slice(lineStart);
+        this.carry = chunk.slice(i);
         return;
       }
       this.lines++;
-      this.addBytes(chunk, lineStart, nl);
+      this.addBytes(chunk, i, nl);
       i = nl + 1;
     }
   }

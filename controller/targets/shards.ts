@@ -14,7 +14,7 @@
 // after the change was written again. Hash-based content-defined chunking (rsync, restic) gives no such bound:
 // its minimum and maximum part sizes make the cuts depend on positions again.
 import { createHash } from 'node:crypto';
-import { parseIPv4 } from '../../common/ipv4.ts';
+import { parseIPv4 } from '../../common/ip.ts';
 import { parseCidrStrict } from '../cidr.ts';
 import type { TargetProblem } from './types.ts';
 

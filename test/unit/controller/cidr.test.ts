@@ -10,7 +10,7 @@ import {
   type CidrSet,
   type Entry,
 } from '../../../controller/cidr.ts';
-import { parseIPv4 } from '../../../common/ipv4.ts';
+import { parseIPv4 } from '../../../common/ip.ts';
 
 const parse = (texts: string[]): Entry[] => texts.map((t) => parseEntry(t)!);
 
