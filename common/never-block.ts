@@ -1,6 +1,7 @@
 // Address space no blocklist may contain, in one table for both programs: the api-server never publishes
 // or classifies such a source, and the controller removes it from every feed before applying one. It is the
-// RFC 6890 special-purpose space that is not globally reachable. The documentation ranges (192.0.2.0/24,
+// RFC 6890 special-purpose space that is not globally reachable, and the deprecated IPv4-compatible IPv6
+// addresses, which common/ip.ts reads as IPv6 as PostgreSQL does. The documentation ranges (192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32) are deliberately absent: they never carry real traffic, so
 // listing them harms nobody, and the demo data and tests use them as attacker addresses.
 import { CidrMatcher, requireCidr, type Address } from './ip.ts';
@@ -19,7 +20,7 @@ export const NEVER_BLOCK: readonly string[] = [
   '198.18.0.0/15', // benchmarking
   '224.0.0.0/4', // multicast
   '240.0.0.0/4', // reserved, includes broadcast
-  '::/127', // unspecified, loopback
+  '::/96', // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d (RFC 4291 2.5.5.1)
   '::ffff:0:0/96', // IPv4-mapped
   '100::/64', // discard
   '2001::/23', // IETF protocol assignments

@@ -2,7 +2,8 @@
 // outside are not (unless another range begins there), and documentation ranges stay listable.
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { NEVER_BLOCK, isNeverBlockV4, isNeverBlockV6 } from '../../../common/never-block.ts';
+import { parseAddress } from '../../../common/ip.ts';
+import { NEVER_BLOCK, isNeverBlock, isNeverBlockV4, isNeverBlockV6 } from '../../../common/never-block.ts';
 
 const toNumber = (address: string) => ipaddr.parse(address).toByteArray().reduce((n, b) => (n << 8n) | BigInt(b), 0n);
 const inside = (n: bigint, v4: boolean) => (v4 ? isNeverBlockV4(Number(n)) : isNeverBlockV6(n));
@@ -32,5 +33,13 @@ describe('never-block matcher', () => {
   it('leaves global and documentation addresses listable', () => {
     for (const address of ['8.8.8.8', '203.0.113.7', '198.51.100.1', '192.0.2.1']) expect(isNeverBlockV4(Number(toNumber(address))), address).toBe(false);
     for (const address of ['2001:db8::1', '2606:4700::1111']) expect(isNeverBlockV6(toNumber(address)), address).toBe(false);
+  });
+
+  it('holds the deprecated IPv4-compatible form of a global IPv4 address, which is read as IPv6', () => {
+    for (const text of ['::203.0.113.7', '::8.8.8.8', '::1', '::']) {
+      const address = parseAddress(text);
+      expect(address?.kind, text).toBe(6);
+      expect(isNeverBlock(address!), text).toBe(true);
+    }
   });
 });
