@@ -1,7 +1,7 @@
 // The writer gives back every connection the pool hands it, also one on which its staging tables cannot be
 // made: a connection kept by nobody is never returned, and a pool short of one waits for it for ever.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../api-server/enrich/address.ts';
+import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
 import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';
