@@ -18,7 +18,7 @@ export const ConfigSchema = {
   type: 'object',
   required: [
     'port', 'host', 'dataDir', 'logLevel', 'shutdownGraceSeconds', 'trustedProxies', 'anonymousPerMinute', 'tierQuotas',
-    'cacheMaxBytes', 'cacheLifetimes', 'keyCacheSeconds',
+    'cacheMaxBytes', 'cacheLifetimes', 'keyCacheSeconds', 'longPollsMax', 'longPollsPerKey',
   ],
   properties: {
     port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080, env: 'PORT', description: 'HTTP port of `serve`' },
@@ -106,6 +106,22 @@ export const ConfigSchema = {
       default: 10,
       env: 'BLOCKFEED_KEY_CACHE_SECONDS',
       description: 'how long a verified API key is remembered in memory (a revocation reaches every replica within this time)',
+    },
+    longPollsMax: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 10_000,
+      env: 'BLOCKFEED_LONG_POLLS',
+      description: 'list requests with wait= one server holds at once at most; beyond, 503 with Retry-After',
+    },
+    longPollsPerKey: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100_000,
+      default: 64,
+      env: 'BLOCKFEED_LONG_POLLS_PER_KEY',
+      description: 'list requests with wait= one API key holds at once on one server at most; beyond, 429 with Retry-After',
     },
     // --- the member centre website ---
     siteUrl: {

@@ -16,6 +16,8 @@ import { routeGuard, type GuardDeps } from './guard.ts';
 import { createLimiter } from './limits.ts';
 import type { StorePools } from '../store/database.ts';
 import { pruneCounters } from '../store/rate-counters.ts';
+import { StoreListener } from '../store/listener.ts';
+import { LongPolls } from './long-poll.ts';
 import { openApiRoute, operationSchema, registerOpenApi } from './openapi.ts';
 import type { ResponderDeps } from './respond.ts';
 
@@ -24,7 +26,7 @@ interface ApiOptions {
   pools: StorePools;
   log: Logger;
   registry: Registry;
-  config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds'>;
+  config: Pick<Config, 'anonymousPerMinute' | 'tierQuotas' | 'cacheMaxBytes' | 'cacheLifetimes' | 'keyCacheSeconds' | 'longPollsMax' | 'longPollsPerKey'>;
   /** The clock rate limits, quotas and list windows go by (default: the system clock). */
   clock?: () => Date;
 }
@@ -40,16 +42,21 @@ export async function blocklistApi(app: FastifyInstance, { pools, log, registry,
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();
-  const revocations = listenForRevocations(pool, log, () => auth.forget());
-  await revocations.ready;
+  // One listening connection for this server: key revocations and list data changes (long polls).
+  const listener = new StoreListener(pool, log);
+  listenForRevocations(listener, () => auth.forget());
+  const longPolls = new LongPolls({ pool, listener, log, limits: { total: config.longPollsMax, perSubject: config.longPollsPerKey }, metrics });
+  await listener.start();
+  // Held requests are answered (304) as soon as the server starts closing, so that closing does not wait for them.
+  app.addHook('preClose', async () => longPolls.close());
   app.addHook('onClose', async () => {
     clearInterval(prune);
-    await revocations.close();
+    await listener.close();
   });
 
   await registerOpenApi(app, VERSION);
   const guardDeps: GuardDeps = { auth, limiter, cache, metrics };
-  const deps: ResponderDeps = { pool, readPool: pools.readPool, log, listReads: metrics.listReads, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), release: VERSION, clock: clock ?? (() => new Date()) };
+  const deps: ResponderDeps = { pool, readPool: pools.readPool, log, listReads: metrics.listReads, cache, lifetimes: parseCacheLifetimes(config.cacheLifetimes), release: VERSION, clock: clock ?? (() => new Date()), longPolls };
   for (const endpoint of ENDPOINTS) {
     app.get(endpoint.path, { ...routeGuard(guardDeps, endpoint), schema: operationSchema(endpoint) }, (req, reply) => endpoint.respond(deps, req, reply));
   }

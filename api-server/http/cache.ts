@@ -6,7 +6,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Counter } from 'prom-client';
-import { isOlder, newer, parseDataVersion, type DataVersion } from '../query/data-version.ts';
+import { isNewer, isOlder, newer, parseDataVersion, type DataVersion } from '../query/data-version.ts';
 
 interface CachedBody {
   body: Buffer;
@@ -19,6 +19,8 @@ interface CachedBody {
   lastModified?: string;
   ttlSeconds: number;
   headers: Record<string, string>;
+  /** A list's: the data version it was read at (a fresh answer needs the current one, respond.ts). */
+  dataVersion?: DataVersion;
 }
 
 /** Response lifetimes in seconds, by what is answered. */
@@ -54,10 +56,16 @@ export function cacheSeconds(cacheClass: CacheClass, hours: number | undefined, 
   return h <= 24 ? lifetimes.upTo24h : h < 72 ? lifetimes.upTo72h : lifetimes.over72h;
 }
 
-/** Canonical key: parameters sorted, defaults already applied, credentials left out. Pure. */
+/**
+ * Parameters that say who asks (`key`) or how long to wait for an answer (`wait`, a long poll), not what the
+ * answer holds: never part of the cache key, and so of no ETag.
+ */
+const NOT_OF_THE_ANSWER: ReadonlySet<string> = new Set(['key', 'wait']);
+
+/** Canonical key: parameters sorted, defaults already applied, credentials and waits left out. Pure. */
 export function cacheKey(variant: 'A' | 'B', endpoint: string, params: Record<string, unknown>): string {
   const parts = Object.keys(params)
-    .filter((k) => k !== 'key' && params[k] !== undefined)
+    .filter((k) => !NOT_OF_THE_ANSWER.has(k) && params[k] !== undefined)
     .sort()
     .map((k) => `${k}=${String(params[k] as string | number)}`);
   return `${variant}:${endpoint}?${parts.join('&')}`;
@@ -86,19 +94,23 @@ export interface ListIdentity {
 
 /**
  * A list's ETag, known before its body exists: a digest of everything the bytes are a function of, so two
- * answers share it only when their bytes are equal; in front of it, readable, the data version it was read at
- * (`"<epoch>.<version>.<digest>"`), so that a server can tell from a client's If-None-Match how new a list
- * it holds (versionOfEtag). Pure.
+ * answers share it only when their bytes are equal. In front of it, readable, the data version it was read at
+ * and the minute the list describes (`"<epoch>.<version>.<minutes since 1970>.<digest>"`): a server tells from
+ * a client's If-None-Match how new a list it holds (versionOfEtag), and a long poll whether an ETag of any
+ * minute names the current data (heldListEtag). Pure.
  */
 export function listEtag({ release, dataVersion, key, asOf }: ListIdentity): string {
   const digest = createHash('sha256').update(`list\n${release}\n${dataVersion}\n${key}\n${asOf.toISOString()}`).digest('base64url').slice(0, 32);
   const version = parseDataVersion(dataVersion);
-  return version ? `"${version.epoch}.${version.version}.${digest}"` : `"${digest}"`;
+  const minute = Math.floor(asOf.getTime() / 60_000);
+  return version ? `"${version.epoch}.${version.version}.${minute}.${digest}"` : `"${minute}.${digest}"`;
 }
+
+const LIST_ETAG = /^(?:W\/)?"(?:([0-9a-f]{8})\.(\d{1,19})\.)?(\d{1,10})\.[A-Za-z0-9_-]{32}"$/;
 
 /** The data version a list's ETag carries; undefined for any other ETag (a document's, a malformed one). Pure. */
 export function versionOfEtag(etag: string): DataVersion | undefined {
-  const m = /^(?:W\/)?"([0-9a-f]{8})\.(\d{1,19})\.[A-Za-z0-9_-]{32}"$/.exec(etag.trim());
+  const m = LIST_ETAG.exec(etag.trim());
   return m?.[1] && m[2] ? { epoch: m[1], version: BigInt(m[2]) } : undefined;
 }
 
@@ -120,6 +132,39 @@ export function holdsNewer(ifNoneMatch: string | undefined, answer: { etag: stri
   const own = versionOfEtag(answer.etag);
   const held = own && heldListVersion(ifNoneMatch);
   return held !== undefined && own !== undefined && isOlder(own, held);
+}
+
+/** The minute a list ETag names, or undefined when the tag is not one of ours. Pure. */
+export function listEtagInstant(etag: string): Date | undefined {
+  const m = LIST_ETAG.exec(etag.trim());
+  return m?.[3] ? new Date(Number(m[3]) * 60_000) : undefined;
+}
+
+/** At most this many entity tags of an If-None-Match are considered for a wait (each costs a digest). */
+const MAX_HELD_TAGS = 8;
+
+/**
+ * The list ETag among an If-None-Match's tags that is this query's at the current data version, of whatever
+ * minute: `etagAt(minute)` is the ETag the list would have had then. Pure.
+ */
+export function heldListEtag(ifNoneMatch: string | undefined, etagAt: (asOf: Date) => string): { etag: string; asOf: Date } | undefined {
+  if (!ifNoneMatch) return undefined;
+  for (const tag of ifNoneMatch.split(',').slice(0, MAX_HELD_TAGS)) {
+    const asOf = listEtagInstant(tag);
+    if (!asOf) continue;
+    const etag = etagAt(asOf);
+    if (etag === tag.trim().replace(/^W\//, '')) return { etag, asOf };
+  }
+  return undefined;
+}
+
+/**
+ * Whether a request's Cache-Control asks that no stored answer be used without checking it with the origin
+ * (`no-cache`, or `max-age=0`: RFC 9111 5.2.1). For a list the check is its data version (respond.ts). Pure.
+ */
+export function asksRevalidation(cacheControl: string | undefined): boolean {
+  if (!cacheControl) return false;
+  return cacheControl.split(',').some((d) => /^\s*(no-cache|max-age\s*=\s*0+)\s*$/i.test(d));
 }
 
 /** Does an If-None-Match header list this ETag (or `*`)? Weak comparison, as RFC 9110 asks for 304s. */
@@ -193,6 +238,9 @@ export class ResponseCache {
 
   set(key: string, entry: CachedBody): void {
     if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
+    // A list read at an older data version that finishes last never replaces a newer one.
+    const kept = this.#lru.peek(key)?.dataVersion;
+    if (kept && entry.dataVersion && isNewer(kept, entry.dataVersion)) return;
     const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
     this.#lru.set(key, { ...entry, text, lastModified: entry.lastModified ?? entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
   }
@@ -278,6 +326,22 @@ export function sendNotModified(reply: FastifyReply, visibility: 'public' | 'pri
   reply.header('etag', entry.etag);
   for (const [k, v] of Object.entries(entry.headers)) if (k !== 'content-disposition') reply.header(k, v);
   return reply.code(304).send();
+}
+
+/**
+ * 200 to a HEAD without reading the body: a list's validators are known before it is read (listEtag). No
+ * Content-Length, which would have to be the body's (RFC 9110 9.3.2); written past fastify's send pipeline,
+ * whose HEAD handling would add `content-length: 0`.
+ */
+export function sendHead(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body'>): FastifyReply {
+  freshnessHeaders(reply, visibility, entry);
+  reply.header('etag', entry.etag);
+  for (const [k, v] of Object.entries(entry.headers)) reply.header(k, v);
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, reply.getHeaders() as Record<string, string>);
+  raw.end();
+  return reply;
 }
 
 /** Answers with a stream, its validators known ahead (a list's ETag, listEtag). */

@@ -13,6 +13,7 @@ import {
   RecentParams,
   ScanExportParams,
   StatsParams,
+  withWait,
   type QuerySchema,
 } from '../query/endpoint-params.ts';
 import { dedupFilter, exportFilter, scanExportFilter } from '../query/lists.ts';
@@ -37,8 +38,10 @@ export interface Endpoint extends ApiRoute {
 }
 
 function row<Q>({ render, ...declared }: EndpointRow<Q>): Endpoint {
+  if (declared.longPoll && declared.access !== 'key') throw new Error(`${declared.path}: a long poll needs a key (waits are bounded per key)`);
   const endpoint: Endpoint = {
     ...declared,
+    params: declared.longPoll ? withWait(declared.params) : declared.params,
     // The route validated the query against `params` (defaults applied) before the handler runs.
     respond: (deps, req, reply) => render(deps, endpoint, req.query as Q, req, reply),
   };
@@ -65,17 +68,17 @@ export const ENDPOINTS: readonly Endpoint[] = [
     path: '/api/honeypot/recent', variant: 'A', access: 'public', endpoint: 'recent', cache: 'recent', params: HoneypotRecentParams,
     summary: 'Most recent attack events with the honeypot command', render: recent(true),
   }),
-  // Variant B: lists need an API key (X-API-Key, or key=); stats and recent are public.
+  // Variant B: lists need an API key (X-API-Key, or key=) and can be long-polled (wait=); stats and recent are public.
   row({
-    path: '/api/dedup', variant: 'B', access: 'key', endpoint: 'dedup', cache: 'byWindow', params: DedupParams,
+    path: '/api/dedup', variant: 'B', access: 'key', longPoll: true, endpoint: 'dedup', cache: 'byWindow', params: DedupParams,
     summary: 'Basic blocklist deduplicated by address; active scan sources merged unless include_scan=0', render: list(dedupFilter),
   }),
   row({
-    path: '/api/export', variant: 'B', access: 'key', endpoint: 'export', cache: 'byWindow', params: ExportParams,
+    path: '/api/export', variant: 'B', access: 'key', longPoll: true, endpoint: 'export', cache: 'byWindow', params: ExportParams,
     summary: 'Classified export (at most 1,000,000 records: the most severe and most recent)', render: list(exportFilter, { truncates: true }),
   }),
   row({
-    path: '/api/scan-export', variant: 'B', access: 'key', endpoint: 'scan-export', cache: 'byWindow', params: ScanExportParams,
+    path: '/api/scan-export', variant: 'B', access: 'key', longPoll: true, endpoint: 'scan-export', cache: 'byWindow', params: ScanExportParams,
     summary: 'Active scan sources (research mapping platforms only with include_research=1)', render: list(scanExportFilter),
   }),
   row({

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import type { ApiMetrics } from './api-metrics.ts';
 import type { Authenticator, Caller } from './auth.ts';
-import { sendBody, type ResponseCache } from './cache.ts';
+import { asksRevalidation, sendBody, type ResponseCache } from './cache.ts';
 import type { Limiter } from './limits.ts';
 import type { ApiRoute, ApiRouteConfig } from './route-config.ts';
 
@@ -25,6 +25,21 @@ export function visibility(route: Pick<ApiRouteConfig, 'access'>): 'public' | 'p
   return route.access === 'key' ? 'private' : 'public';
 }
 
+/** Who each admitted request is, for the handler (a long poll is bounded per key). */
+const callers = new WeakMap<FastifyRequest, Caller>();
+
+/** The caller the guard admitted this request as; undefined before preHandler has run. */
+export function callerOf(req: FastifyRequest): Caller | undefined {
+  return callers.get(req);
+}
+
+/** Milliseconds a request was held by a long poll: the request metric leaves them out (it measures the work). */
+const held = new WeakMap<FastifyRequest, number>();
+
+export function noteHeld(req: FastifyRequest, ms: number): void {
+  held.set(req, (held.get(req) ?? 0) + ms);
+}
+
 export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: ApiRoute): RouteGuard {
   const answersVisibility = visibility(route);
 
@@ -41,6 +56,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
   }
 
   function meter(req: FastifyRequest, reply: FastifyReply, caller: Caller, next: Next): void {
+    callers.set(req, caller);
     const policy = limiter.policy(req, caller, route);
     if (!policy) return next();
     limiter.enforce(reply, caller, policy).then(() => next(), next);
@@ -56,9 +72,11 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
      * straight to its cache key (the same URL validates the same way), so while the cache holds the answer,
      * auth and limits run here — exactly as in preHandler — and the body goes out without fastify's
      * validation, preHandler and handler steps, work a repeated URL does not need.
-     * Everything else (first sight of a URL, a miss, URLs carrying key=) continues down the normal path.
+     * Everything else (first sight of a URL, a miss, URLs carrying key= or wait=, a request that asks for the
+     * current data with Cache-Control) continues down the normal path.
      */
     onRequest: (req: FastifyRequest, reply: FastifyReply, done: Next) => {
+      if (asksRevalidation(req.headers['cache-control'])) return done();
       const key = cache.knownKey(req.url);
       const hit = key === undefined ? undefined : cache.peek(key, req.headers['if-none-match']);
       if (!hit) return done();
@@ -71,7 +89,7 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
     },
     preHandler: admit,
     onResponse: (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      observe(req.method, reply.statusCode, reply.elapsedTime / 1000);
+      observe(req.method, reply.statusCode, Math.max(0, reply.elapsedTime - (held.get(req) ?? 0)) / 1000);
       done();
     },
   };

@@ -25,4 +25,9 @@ export interface ApiRoute extends ApiRouteConfig {
   /** The URL path, written once: the route, its metrics label and its OpenAPI entry. */
   path: string;
   cache: CacheClass;
+  /**
+   * Takes `wait=`, a long poll: held until the list data changes (long-poll.ts). Only where a key is
+   * required: a waiter is not something an anonymous client may make the server hold.
+   */
+  longPoll?: boolean;
 }

@@ -11,6 +11,16 @@ const documentFormat = Type.Enum([...FORMATS], { default: 'json', description: '
 const statsFormat = Type.Enum(['json'], { default: 'json', description: 'statistics are JSON' });
 const download = Type.Enum([0, 1], { default: 0, description: '1 = send as an attachment (Content-Disposition) with a descriptive file name' });
 const limit = Type.Integer({ minimum: 1, maximum: LIMITS.recentMaxLimit, default: 50, description: 'number of most recent events' });
+/** The longest a list request may be held (`wait=`); below the idle timeouts of common proxies (60 s). */
+export const MAX_WAIT_SECONDS = 60;
+/** `wait=`: a long poll on a list (docs/http-api.md "Live lists"); no default: without it, no waiting. */
+const wait = Type.Integer({
+  minimum: 1,
+  maximum: MAX_WAIT_SECONDS,
+  description:
+    'long poll: when If-None-Match names a list of the current data (of any minute), hold the answer until the data changes (then the new list) or this many seconds pass (then 304)',
+});
+
 /** Variant B's `key=` form of the API key (temporary script use; the header X-API-Key is preferred). */
 const key = Type.String({ description: 'API key (prefer the X-API-Key header: query strings end up in access logs)' });
 
@@ -48,6 +58,11 @@ interface ListOutput {
 function listQuery<E extends ListEndpoint>(endpoint: E, credential: { key?: TSchema } = {}) {
   const filters = Object.fromEntries(filtersOf(endpoint).map((name) => [LIST_FILTERS[name].param, filterSchema(LIST_FILTERS[name], endpoint)]));
   return querySchema<FilterQuery<E> & ListOutput & { key?: string }>({ ...filters, format: listFormat, download, ...credential });
+}
+
+/** An endpoint's parameters and `wait=`, for the endpoints that can be long-polled (endpoints.ts). */
+export function withWait<T>(schema: QuerySchema<T>): QuerySchema<T & { wait?: number }> {
+  return querySchema<T & { wait?: number }>({ ...schema.properties, wait });
 }
 
 export const DedupParams = listQuery('dedup', { key });

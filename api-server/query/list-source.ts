@@ -10,7 +10,7 @@
 import type { Logger } from '../../common/logging.ts';
 import { hasStandbys, type StorePools } from '../store/database.ts';
 import { STANDBYS_BEHIND, StoreUnavailableError, isStoreUnavailable } from '../store/unavailable.ts';
-import { isOlder, parseDataVersion, readDataVersion, type DataVersion } from './data-version.ts';
+import { isOlder, readDataVersion, type DataVersion } from './data-version.ts';
 import { openListSnapshot, type ListSnapshot } from './stream.ts';
 
 /**
@@ -38,8 +38,7 @@ export async function openListSource(pools: StorePools, log: Logger, held?: Data
     if (!isStoreUnavailable(err)) throw err;
     return openListSnapshot(pools.pool, log);
   }
-  const seen = parseDataVersion(snapshot.dataVersion);
-  if (!floor || !seen || !isOlder(seen, floor)) return snapshot;
+  if (!floor || !isOlder(snapshot.dataVersion, floor)) return snapshot;
   await snapshot.close();
   if (primaryAnswered) return openListSnapshot(pools.pool, log);
   throw new StoreUnavailableError(STANDBYS_BEHIND);

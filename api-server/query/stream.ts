@@ -8,7 +8,7 @@ import type pg from 'pg';
 import QueryStream from 'pg-query-stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Logger } from '../../common/logging.ts';
-import { DATA_VERSION_SQL } from './data-version.ts';
+import { DATA_VERSION_SQL, dataVersionOf, type DataVersionRow } from './data-version.ts';
 import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './list-sql.ts';
 
 /**
@@ -51,10 +51,10 @@ export type SnapshotSource = 'primary' | 'standby';
 /** One read-only snapshot of the store, from which one list is read (or none). */
 export interface ListSnapshot {
   /**
-   * The version of the list data this snapshot sees (list_data_version, migration 0007), as
-   * `<epoch>:<version>`: equal for two snapshots only when they see the same addresses and rollups.
+   * The version of the list data this snapshot sees (list_data_version, migration 0007): equal for two
+   * snapshots only when they see the same addresses and rollups.
    */
-  readonly dataVersion: string;
+  readonly dataVersion: DataVersionRow;
   /** Which server the snapshot is on: the primary, or a standby (list-source.ts). */
   readonly source: SnapshotSource;
   /** Reads a list; the connection is released when its rows end. At most once per snapshot. */
@@ -69,13 +69,11 @@ export interface ListSnapshot {
  */
 export async function openListSnapshot(pool: pg.Pool, log: Logger, source: SnapshotSource = 'primary'): Promise<ListSnapshot> {
   const client = await pool.connect();
-  let dataVersion: string;
+  let dataVersion: DataVersionRow;
   try {
     await client.query('begin isolation level repeatable read read only');
-    const { rows } = await client.query<{ v: string }>(DATA_VERSION_SQL);
-    const row = rows[0];
-    if (!row) throw new Error('list_data_version holds no row');
-    dataVersion = row.v;
+    const { rows } = await client.query<{ v: string; changed_at: Date }>(DATA_VERSION_SQL);
+    dataVersion = dataVersionOf(rows[0]);
   } catch (err) {
     client.release(true);
     throw err;

@@ -41,7 +41,7 @@ describe('response cache', () => {
     const second = await get('/api/export?format=csv&type=all&hours=48&level=all');
     expect(await second.text()).toBe(body);
     const etag = second.headers.get('etag') ?? '';
-    expect(etag).toMatch(/^"[0-9a-f]{8}\.\d+\.[A-Za-z0-9_-]{32}"$/);
+    expect(etag).toMatch(/^"[0-9a-f]{8}\.\d+\.\d+\.[A-Za-z0-9_-]{32}"$/);
     expect(second.headers.get('last-modified')).toBe(first.headers.get('last-modified'));
     expect(Number(second.headers.get('age'))).toBeGreaterThanOrEqual(0);
     expect(await metric('blockfeed_response_cache_lookups_total', 'endpoint="export",result="hit"')).toBe(hitsBefore + 1);

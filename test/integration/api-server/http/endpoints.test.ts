@@ -248,7 +248,7 @@ describe('around the endpoints', () => {
     expect(JSON.stringify(doc)).not.toMatch(/variant/i);
     const exportParams = doc.paths['/api/export']?.get.parameters ?? [];
     // `key` is documented as the apiKeyQuery security scheme rather than as a parameter.
-    expect(exportParams.map((p) => p.name)).toEqual(Object.keys(ExportParams.properties).filter((k) => k !== 'key'));
+    expect(exportParams.map((p) => p.name)).toEqual([...Object.keys(ExportParams.properties).filter((k) => k !== 'key'), 'wait']);
     expect(exportParams.find((p) => p.name === 'service')?.schema.enum).toContain('proxy');
     // Every parameter may be left out (its default applies).
     expect(exportParams.filter((p) => p.required).map((p) => p.name)).toEqual([]);

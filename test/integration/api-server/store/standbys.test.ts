@@ -2,7 +2,8 @@
 // standby that lags (its replay paused) gives no 304 for a list that changed and never a list older than the
 // one a client holds, from the store or from the response cache. With the primary stopped, lists and the
 // website's charts are read from the standby, while writes and metered calls answer 503 with Retry-After;
-// once the primary is back, everything works again in the same api-server.
+// once the primary is back, everything works again in the same api-server. A long poll, woken on the primary,
+// is answered from the primary while the standby lags.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../../common/logging.ts';
@@ -44,6 +45,12 @@ async function listReads(api: TestApi): Promise<{ primary: number; standby: numb
 
 const holds = (body: string, n: number) => body.split('\n').includes(loadEventSource(n));
 
+/** Long polls the server holds now. */
+async function heldPolls(api: TestApi): Promise<number> {
+  const text = await (await fetch(`${api.base}/metrics`)).text();
+  return Number(/^blockfeed_long_polls (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
 describe('lists from a standby', () => {
   let store: ReplicatedStore;
   let uncached: TestApi;
@@ -81,7 +88,7 @@ describe('lists from a standby', () => {
     const first = await list(uncached);
     expect(first.status).toBe(200);
     expect(holds(first.body, 1), first.body).toBe(true);
-    expect(first.etag).toMatch(/^"[0-9a-f]{8}\.\d+\.[A-Za-z0-9_-]{32}"$/);
+    expect(first.etag).toMatch(/^"[0-9a-f]{8}\.\d+\.\d+\.[A-Za-z0-9_-]{32}"$/);
     expect(await listReads(uncached)).toEqual({ primary: before.primary, standby: before.standby + 1 });
 
     await store.pauseReplay();
@@ -117,6 +124,28 @@ describe('lists from a standby', () => {
     const reads = await listReads(uncached);
     expect((await list(uncached, changed.etag)).status).toBe(304);
     expect(await listReads(uncached)).toEqual({ primary: reads.primary, standby: reads.standby + 1 });
+  });
+
+  it('a long poll woken by a push while the standby lags answers with the new list, read on the primary', async () => {
+    // NOTIFY reaches only the primary's listeners; the standby has not applied what woke the poll.
+    const current = await list(uncached);
+    expect(current.status).toBe(200);
+    await store.pauseReplay();
+    const poll = get(uncached, `${LIST}&wait=30`, { 'x-api-key': enterprise, 'if-none-match': current.etag });
+    for (let i = 0; (await heldPolls(uncached)) < 1; i++) {
+      if (i > 500) throw new Error('the long poll was not held');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const reads = await listReads(uncached);
+    expect(await push(uncached, 10)).toBe(200);
+    const woken = await poll;
+    // Not a 304 from the standby's list (the client's own), nor that list again: the new one, from the primary.
+    expect(woken.status).toBe(200);
+    expect(holds(woken.body, 10)).toBe(true);
+    expect(woken.etag).not.toBe(current.etag);
+    expect(await listReads(uncached)).toEqual({ primary: reads.primary + 1, standby: reads.standby });
+    await store.resumeReplay();
+    await store.caughtUp();
   });
 
   it('with the primary stopped: lists and charts from the standby, 503 for writes and metered calls; then all resumes', async () => {
