@@ -14,6 +14,7 @@ interface Flags {
   leaseName: string;
   leaseDuration: number;
   namespace?: string;
+  maxLiveWatches: number;
 }
 
 export function registerControllerCommands(program: Command): void {
@@ -30,6 +31,7 @@ export function registerControllerCommands(program: Command): void {
     .option('--lease-name <name>', 'name of the leader Lease', 'blockfeed-controller')
     .option('--namespace <ns>', 'watch subscriptions of this namespace only (default: every namespace)')
     .option('--lease-duration <seconds>', 'leader lease duration', parseIntegerOption('--lease-duration', 2, 300), 15)
+    .option('--max-live-watches <n>', 'long polls held open at once for live subscriptions (spec.feed.live)', parseIntegerOption('--max-live-watches', 1, 100_000), 1000)
     .action(async (flags: Flags) => {
       // Loaded here, not at the top: the Kubernetes client weighs ~100 MB that every other command would carry.
       const { runController } = await import('./run.ts');
@@ -47,6 +49,7 @@ export function registerControllerCommands(program: Command): void {
           leaseName: flags.leaseName,
           leaseDurationSeconds: flags.leaseDuration,
           namespace: flags.namespace,
+          maxLiveWatches: flags.maxLiveWatches,
         },
         log,
       );

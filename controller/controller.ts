@@ -1,19 +1,31 @@
 // The subscription loop: an informer feeds a per-key work queue; each subscription syncs (pulls) when its spec
-// changes, when `blockfeed.dev/sync-now` is set, when its schedule fires, or (after a failure) when its
-// back-off ends; it is repaired (the last applied list applied again, no pull) when the drift watch sees one
+// changes, when `reconcile.fluxcd.io/requestedAt` gets a new value, when its schedule fires, when the long poll
+// of a live subscription hears of new data (live.ts), or (after a failure) when its back-off ends; it is repaired (the last applied list applied again, no pull) when the drift watch sees one
 // of its objects changed or deleted, with back-off while a target waits for the cluster, and once when this
 // process starts. A repair never waits for the feed: while pulls fail it runs between them, and what brings
 // a key here early (a drift) does not hasten the next pull. Status writes by the controller itself trigger
 // nothing.
 import { makeInformer, type Informer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../common/logging.ts';
-import { GROUP, PLURAL, SYNC_NOW_ANNOTATION, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
+import { GROUP, PLURAL, VERSION, type BlocklistSubscription } from '../api/v1alpha1/blocklist-subscription.ts';
 import { keyOf, type Apis } from './runtime/k8s.ts';
 import type { ResourceType } from './runtime/resources.ts';
 import { DriftWatch } from './runtime/drift.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { WorkQueue } from './runtime/queue.ts';
-import { ensureFinalizer, finalize, repairSubscription, syncSubscription, type AppliedState, type ReconcileDeps } from './reconcile.ts';
+import { LiveWatches, liveCondition } from './live.ts';
+import {
+  ensureFinalizer,
+  finalize,
+  pendingRequest,
+  readApiKey,
+  repairSubscription,
+  sameLiveCondition,
+  syncSubscription,
+  writeLiveCondition,
+  type AppliedState,
+  type ReconcileDeps,
+} from './reconcile.ts';
 import { TARGET_APIS, TARGET_KINDS } from './targets/index.ts';
 
 const CONTESTED = TARGET_KINDS.flatMap((k) => k.contested ?? []);
@@ -29,11 +41,14 @@ interface ControllerOptions {
   instance?: string;
   /** watch one namespace only (default: all) */
   namespace?: string;
+  /** long polls of live subscriptions held at once at most (default 1000) */
+  maxLiveWatches?: number;
 }
 
 interface Seen {
   generation?: number;
-  syncNow?: string;
+  /** reconcile.fluxcd.io/requestedAt as last seen */
+  requestedAt?: string;
 }
 
 export class SubscriptionController {
@@ -41,7 +56,7 @@ export class SubscriptionController {
   private readonly queue: WorkQueue;
   private readonly deps: ReconcileDeps;
   private readonly seen = new Map<string, Seen>();
-  /** keys that must pull on their next run (spec change, sync-now, schedule, failed attempt) */
+  /** keys that must pull on their next run (spec change, requestedAt, schedule, live news, failed attempt) */
   private readonly wanted = new Set<string>();
   /** keys whose objects drifted, with what happened: applied again on their next run */
   private readonly drifted = new Map<string, string>();
@@ -51,7 +66,10 @@ export class SubscriptionController {
   private readonly targetChecks = new Map<string, number>();
   /** keys whose last pull failed: failures in a row, and when the next pull may go out (the queue's back-off) */
   private readonly pullRetries = new Map<string, { failures: number; at: number }>();
+  /** keys whose Live condition is to be written (their long poll changed state) */
+  private readonly liveDirty = new Set<string>();
   private readonly drift: DriftWatch;
+  private readonly live: LiveWatches;
   private started = false;
   /** pulls run so far */
   syncs = 0;
@@ -60,6 +78,20 @@ export class SubscriptionController {
 
   constructor(options: ControllerOptions) {
     const { apis, log, metrics } = options;
+    this.live = new LiveWatches({
+      log,
+      metrics,
+      maxWatches: options.maxLiveWatches ?? 1000,
+      apiKey: (sub) => readApiKey(apis, sub),
+      // The feed has new data: pull now, whatever a failed pull's back-off said (the feed answers again).
+      changed: (key) => {
+        if (this.current(key)) this.pullNow(key);
+      },
+      stateChanged: (key) => {
+        const sub = this.current(key);
+        if (sub) this.noteLive(key, sub);
+      },
+    });
     this.deps = {
       apis,
       log,
@@ -67,6 +99,7 @@ export class SubscriptionController {
       clusterCidrs: options.clusterCidrs ?? [],
       applied: new Map<string, AppliedState>(),
       instance: options.instance ?? 'blockfeed-controller',
+      liveCondition: (sub) => liveCondition(sub, this.live.state(keyOf(sub))),
     };
     this.drift = new DriftWatch({
       apis,
@@ -104,6 +137,8 @@ export class SubscriptionController {
     this.informer.on('update', (sub) => this.observe(sub, false));
     this.informer.on('delete', (sub) => {
       const key = keyOf(sub);
+      this.live.forget(key, sub, { deleted: true });
+      this.liveDirty.delete(key);
       this.seen.delete(key);
       this.wanted.delete(key);
       this.drifted.delete(key);
@@ -129,6 +164,7 @@ export class SubscriptionController {
 
   async stop(): Promise<void> {
     this.started = false;
+    this.live.stop();
     this.queue.stop();
     this.deps.apis.ledger.onNewResource = undefined;
     await Promise.all([this.informer.stop(), this.drift.stop()]);
@@ -144,7 +180,12 @@ export class SubscriptionController {
     for (const sub of this.informer.list()) this.pullNow(keyOf(sub));
   }
 
-  /** A pull asked for now (a spec change, sync-now): it does not wait for a failed pull's back-off. */
+  /** Long polls of live subscriptions open now. */
+  get liveWatches(): number {
+    return this.live.size;
+  }
+
+  /** A pull asked for now (a spec change, requestedAt, live news): it does not wait for a failed pull's back-off. */
   private pullNow(key: string): void {
     this.wanted.add(key);
     this.pullRetries.delete(key);
@@ -154,12 +195,16 @@ export class SubscriptionController {
   private observe(sub: BlocklistSubscription, added: boolean): void {
     const key = keyOf(sub);
     const before = this.seen.get(key);
-    const now: Seen = { generation: sub.metadata.generation, syncNow: sub.metadata.annotations?.[SYNC_NOW_ANNOTATION] };
+    const requestedAt = pendingRequest(sub);
+    const now: Seen = { generation: sub.metadata.generation, requestedAt };
     this.seen.set(key, now);
+    this.live.update(key, sub);
     if (sub.metadata.deletionTimestamp) return this.queue.add(key);
+    this.noteLive(key, sub);
     const specChanged = sub.status?.observedGeneration !== sub.metadata.generation && (added || before?.generation !== now.generation);
-    const syncNow = now.syncNow !== undefined && now.syncNow !== before?.syncNow;
-    if (specChanged || syncNow) return this.pullNow(key);
+    // A value not handled yet (status.lastHandledReconcileAt) and not already seen by this process (its sync may run now).
+    const requested = requestedAt !== undefined && requestedAt !== before?.requestedAt;
+    if (specChanged || requested) return this.pullNow(key);
     // Never synced: pull (only on add: our own first writes come back as updates before the status does).
     if (added && !sub.status?.lastSyncTime) this.wanted.add(key);
     if (added) this.queue.add(key);
@@ -170,7 +215,25 @@ export class SubscriptionController {
     return this.informer.get(key.split('/')[1]!, key.split('/')[0]);
   }
 
+  /** Queues a write of the Live condition when the status does not say what the long poll's state is. */
+  private noteLive(key: string, sub: BlocklistSubscription): void {
+    const want = liveCondition(sub, this.live.state(key));
+    if (sameLiveCondition(sub.status?.conditions?.find((c) => c.type === 'Live'), want)) return;
+    this.liveDirty.add(key);
+    this.queue.add(key);
+  }
+
   private async work(key: string): Promise<boolean> {
+    const ok = await this.run(key);
+    // Whatever the run wrote, the Live condition is written if it still differs (runs write it too: Report).
+    if (this.liveDirty.delete(key)) {
+      const sub = this.current(key);
+      if (sub && !sub.metadata.deletionTimestamp) await writeLiveCondition(this.deps, sub);
+    }
+    return ok;
+  }
+
+  private async run(key: string): Promise<boolean> {
     const sub = this.current(key);
     if (!sub) return true;
     if (sub.metadata.deletionTimestamp) {

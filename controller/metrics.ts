@@ -16,6 +16,10 @@ export interface ControllerMetrics {
   targetApply: Counter<'namespace' | 'name' | 'kind' | 'result'>;
   degraded: Gauge<'namespace' | 'name'>;
   driftRepairs: Counter<'namespace' | 'name' | 'kind'>;
+  liveConnected: Gauge<'namespace' | 'name'>;
+  liveWakeups: Counter<'namespace' | 'name'>;
+  livePollErrors: Counter<'namespace' | 'name' | 'reason'>;
+  appliedDataAge: Histogram<'namespace' | 'name'>;
   isLeader: Gauge;
 }
 
@@ -76,6 +80,31 @@ export function createControllerMetrics(registry: Registry = createRegistry({ pr
       name: 'blockfeed_drift_repairs_total',
       help: 'Objects written again because someone else changed or deleted them (the last applied list, no pull).',
       labelNames: ['namespace', 'name', 'kind'],
+      registers,
+    }),
+    liveConnected: new Gauge({
+      name: 'blockfeed_live_connected',
+      help: '1 while the long poll of a live subscription (spec.feed.live) is open or being reopened without error, else 0.',
+      labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    liveWakeups: new Counter({
+      name: 'blockfeed_live_wakeups_total',
+      help: 'Long polls of a live subscription that ended with new data (each asks for a sync).',
+      labelNames: ['namespace', 'name'],
+      registers,
+    }),
+    livePollErrors: new Counter({
+      name: 'blockfeed_live_poll_errors_total',
+      help: 'Long polls of a live subscription that failed, by reason (as the feed failures of a pull).',
+      labelNames: ['namespace', 'name', 'reason'],
+      registers,
+    }),
+    appliedDataAge: new Histogram({
+      name: 'blockfeed_applied_data_age_seconds',
+      help: "Age of a new list's data when it was applied: from the feed's data changing (X-Blocklist-Data-Changed) to the end of the apply.",
+      labelNames: ['namespace', 'name'],
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 300, 3600, 21_600, 86_400],
       registers,
     }),
     isLeader: new Gauge({ name: 'blockfeed_controller_leader', help: '1 while this process holds the leader lease.', registers }),

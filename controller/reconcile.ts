@@ -9,9 +9,10 @@ import {
   API_VERSION,
   GROUP,
   KIND,
+  LIVE_DEFAULTS,
   PLURAL,
+  RECONCILE_REQUEST_ANNOTATION,
   SAFETY_DEFAULTS,
-  SYNC_NOW_ANNOTATION,
   VERSION,
   type BlocklistSubscription,
   type BlocklistSubscriptionStatus,
@@ -21,7 +22,7 @@ import {
 import { deleteRecord, listHash, readRecord, writeRecord } from './runtime/applied-record.ts';
 import { cidrStrings } from './cidr.ts';
 import { listUrl } from '../common/list-filters.ts';
-import { FeedError, pullFeed } from './feed.ts';
+import { FEED_FAILURE_REASONS, FeedError, pullFeed } from './feed.ts';
 import { apiRequest, getObject, keyOf, sameJson, type Apis } from './runtime/k8s.ts';
 import { CONFIG_MAP, collectionPath, objectPath, type ResourceType } from './runtime/resources.ts';
 import { PULL_RESULTS, type ControllerMetrics } from './metrics.ts';
@@ -50,7 +51,12 @@ export interface ReconcileDeps {
   /** which process reports Events */
   instance: string;
   now?: () => Date;
+  /** The Live condition a subscription's status should hold now (live.ts); undefined: none. */
+  liveCondition?: (sub: BlocklistSubscription) => LiveConditionValue | undefined;
 }
+
+/** A condition's value, as the Live condition is computed (live.ts liveCondition). */
+export type LiveConditionValue = Pick<Condition, 'status' | 'reason' | 'message'>;
 
 interface ReconcileResult {
   ok: boolean;
@@ -69,7 +75,7 @@ interface ReconcileResult {
 export const STATUS_REFRESH_MS = 3_600_000;
 
 type PullOutcome =
-  | { kind: 'list'; state: AppliedState; changed: boolean; dropped: Record<string, number> }
+  | { kind: 'list'; state: AppliedState; changed: boolean; dropped: Record<string, number>; dataChanged?: Date }
   | { kind: 'refused' | 'failed'; reason: string; message: string };
 
 /** What every target holds after an apply. */
@@ -79,14 +85,6 @@ interface Applied {
   writes: number;
   problems: TargetProblem[];
 }
-
-const FEED_REASONS: Record<FeedError['reason'], string> = {
-  HttpError: 'FeedHttpError',
-  Timeout: 'FeedTimeout',
-  TooLarge: 'FeedTooLarge',
-  Unreachable: 'FeedUnreachable',
-  NotAList: 'FeedNotAList',
-};
 
 /** Degraded reasons a repair can clear: they are about the targets, not the feed. */
 const TARGET_REASONS = new Set(['TargetTooLarge', 'TargetNotInstalled', 'TargetNotFound', 'TargetConflict', 'TargetNotEnforced', 'TargetUnsafe', 'TargetContested', 'ApplyFailed']);
@@ -121,7 +119,7 @@ const SECRET: ResourceType = { group: '', version: 'v1', kind: 'Secret', plural:
 const EVENT: ResourceType = { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true };
 const SUBSCRIPTION: ResourceType = { group: GROUP, version: VERSION, kind: KIND, plural: PLURAL, namespaced: true };
 
-async function readApiKey(apis: Apis, sub: BlocklistSubscription): Promise<string | undefined> {
+export async function readApiKey(apis: Apis, sub: BlocklistSubscription): Promise<string | undefined> {
   const ref = sub.spec.feed.credentials?.secretRef;
   if (!ref) return undefined;
   const secret = await getObject<{ data?: Record<string, string> }>(apis, SECRET, sub.metadata.namespace, ref.name);
@@ -148,20 +146,25 @@ async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Pu
   let pulled;
   try {
     const apiKey = await readApiKey(apis, sub);
-    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag }, { chunk: (buf) => sanitiser.write(buf), end: () => sanitiser.end() });
+    // A live subscription asks for the feed's current data: a copy the feed cached before the change it was told
+    // of (or, behind a load balancer, another replica's older copy) must not be applied over a newer list.
+    const fresh = sub.spec.feed.live?.enabled ?? LIVE_DEFAULTS.enabled;
+    pulled = await pullFeed({ feed: sub.spec.feed, apiKey, etag: reusable?.etag, fresh }, { chunk: (buf) => sanitiser.write(buf), end: () => sanitiser.end() });
   } catch (err) {
     stopTimer();
     metrics.pullTotal.inc({ ...labels, result: 'failed' });
-    if (err instanceof FeedError) return { kind: 'failed', reason: FEED_REASONS[err.reason], message: err.message };
+    if (err instanceof FeedError) return { kind: 'failed', reason: FEED_FAILURE_REASONS[err.reason], message: err.message };
     throw err;
   }
   if (!pulled.changed) {
     stopTimer();
     metrics.pullTotal.inc({ ...labels, result: 'unchanged' });
+    deps.log.debug({ subscription: keyOf(sub), result: 'unchanged' }, 'pulled');
     return { kind: 'list', state: reusable!, changed: false, dropped: {} };
   }
   const result = sanitiser.finish();
   stopTimer();
+  deps.log.debug({ subscription: keyOf(sub), result: 'changed', bytes: pulled.bytes, lines: pulled.lines }, 'pulled');
   for (const reason of DROP_REASONS) if (result.dropped[reason]) metrics.droppedEntries.inc({ ...labels, reason }, result.dropped[reason]);
   const considered = result.entries + Object.values(result.dropped).reduce((a, b) => a + b, 0);
   if (result.dropped.invalid > 0 && result.dropped.invalid * 2 > considered) {
@@ -180,7 +183,7 @@ async function pull(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<Pu
   }
   metrics.pullTotal.inc({ ...labels, result: 'changed' });
   const state: AppliedState = { inputsHash: inputs, etag: pulled.etag, list: splitFamilies(cidrStrings(result.set)), entries: result.entries };
-  return { kind: 'list', state, changed: true, dropped: result.dropped };
+  return { kind: 'list', state, changed: true, dropped: result.dropped, dataChanged: pulled.dataChanged };
 }
 
 /**
@@ -283,7 +286,7 @@ function essential(status: BlocklistSubscriptionStatus | undefined): Omit<Blockl
 
 /**
  * Whether a sync's status must be written: when anything but the sync times changed, when someone asked for
- * the sync (sync-now: they are waiting to see it), or when the recorded sync times are older than
+ * the sync (requestedAt: they are waiting to see it), or when the recorded sync times are older than
  * STATUS_REFRESH_MS.
  */
 export function statusWriteNeeded(before: BlocklistSubscriptionStatus | undefined, after: BlocklistSubscriptionStatus, now: Date, requested: boolean): boolean {
@@ -340,7 +343,7 @@ export async function finalize(deps: ReconcileDeps, sub: BlocklistSubscription):
   });
   deps.applied.delete(stateKey(sub));
   deps.apis.ledger.forgetOwner(keyOf(sub));
-  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded]) m.remove(seriesOf(sub));
+  for (const m of [deps.metrics.listEntries, deps.metrics.lastSuccess, deps.metrics.degraded, deps.metrics.appliedDataAge]) m.remove(seriesOf(sub));
   forgetTargetSeries(deps.metrics, seriesOf(sub), TARGET_KINDS.map((k) => k.metricKind));
   deps.log.info({ subscription: keyOf(sub) }, 'subscription deleted; cleaned up');
 }
@@ -375,10 +378,13 @@ class Report {
   readonly #generation: number | undefined;
   readonly #now: string;
 
-  constructor(sub: BlocklistSubscription, now: Date) {
+  constructor(sub: BlocklistSubscription, now: Date, live: LiveConditionValue | undefined) {
     this.status = { ...sub.status, conditions: sub.status?.conditions ?? [] };
     this.#generation = sub.metadata.generation;
     this.#now = now.toISOString();
+    // The Live condition is the long poll's state, which every write of the status carries as it is now.
+    if (live) this.condition('Live', live.status, live.reason, live.message);
+    else this.status.conditions = this.status.conditions.filter((c) => c.type !== 'Live');
   }
 
   /** Sets a condition; its transition time stays while its status does. */
@@ -408,7 +414,7 @@ class Report {
  * How every run ends, a sync or a repair: the Degraded gauge; then, side by side, the status and the Event
  * (recordEvent never throws); and a log line.
  * - The status is written when anything in it but the sync times changed, when the run was asked for
- *   (sync-now: someone is waiting to see it), and, for a sync, when the recorded sync times are older than
+ *   (requestedAt: someone is waiting to see it), and, for a sync, when the recorded sync times are older than
  *   STATUS_REFRESH_MS (statusWriteNeeded). A repair sets no sync times.
  * - The Event is recorded when the status changed, when the run was asked for, or when objects were written:
  *   one that would only repeat what the status says is not (a failing pull retried, a target waiting for the
@@ -424,16 +430,47 @@ async function endRun(deps: ReconcileDeps, sub: BlocklistSubscription, report: R
   if (event && (record || run.kind === 'sync')) deps.log.info({ subscription: keyOf(sub), outcome: event.reason, message: event.message }, run.kind);
 }
 
+/**
+ * The value of reconcile.fluxcd.io/requestedAt when it asks for a sync not handled yet (it differs from
+ * status.lastHandledReconcileAt), as Flux's controllers read it; undefined otherwise. Pure.
+ */
+export function pendingRequest(sub: Pick<BlocklistSubscription, 'metadata' | 'status'>): string | undefined {
+  const asked = sub.metadata.annotations?.[RECONCILE_REQUEST_ANNOTATION];
+  return asked !== undefined && asked !== sub.status?.lastHandledReconcileAt ? asked : undefined;
+}
+
+/** Whether a status's Live condition says what `want` says (no condition for undefined). Pure. */
+export function sameLiveCondition(held: Condition | undefined, want: LiveConditionValue | undefined): boolean {
+  if (!held || !want) return held === want || (!held && !want);
+  return held.status === want.status && held.reason === want.reason && held.message === want.message;
+}
+
+/**
+ * Writes the Live condition alone, when the long poll's state changed and no run wrote it: read from the
+ * apiserver (the informer's copy may not have the last status written yet), written only if it differs.
+ */
+export async function writeLiveCondition(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<void> {
+  const want = deps.liveCondition?.(sub);
+  const held = (s: BlocklistSubscription) => s.status?.conditions?.find((c) => c.type === 'Live');
+  if (sameLiveCondition(held(sub), want)) return;
+  const latest = await getObject<BlocklistSubscription>(deps.apis, SUBSCRIPTION, sub.metadata.namespace, sub.metadata.name);
+  if (!latest || latest.metadata.deletionTimestamp || sameLiveCondition(held(latest), want)) return;
+  const report = new Report(latest, deps.now?.() ?? new Date(), want);
+  await patchStatus(deps.apis, latest, report.status);
+}
+
 /** Pulls and applies now, then reports (endRun()): status, Event, metrics. */
 export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscription): Promise<ReconcileResult> {
   const now = deps.now?.() ?? new Date();
   const generation = sub.metadata.generation;
   const labels = seriesOf(sub);
-  const report = new Report(sub, now);
+  const report = new Report(sub, now, deps.liveCondition?.(sub));
   const { status } = report;
 
-  const requested = sub.metadata.annotations?.[SYNC_NOW_ANNOTATION] !== undefined;
-  if (requested) await patchMetadata(deps.apis, sub, { annotations: { [SYNC_NOW_ANNOTATION]: null } });
+  // Asked for with reconcile.fluxcd.io/requestedAt: the value is recorded as handled, the annotation stays.
+  const requestedAt = pendingRequest(sub);
+  const requested = requestedAt !== undefined;
+  if (requested) status.lastHandledReconcileAt = requestedAt;
 
   let next: Date | undefined;
   try {
@@ -490,6 +527,7 @@ export async function syncSubscription(deps: ReconcileDeps, sub: BlocklistSubscr
     report.targetsApplied(applied, 'sync');
     deps.metrics.listEntries.set(labels, state.entries);
     deps.metrics.lastSuccess.set(labels, Math.floor(now.getTime() / 1000));
+    if (pulled.changed && pulled.dataChanged) deps.metrics.appliedDataAge.observe(labels, Math.max(0, Date.now() - pulled.dataChanged.getTime()) / 1000);
   } else {
     const { reason, message } = failure!;
     report.event = { type: 'Warning', reason, message: `${message}; the last applied list stays in force` };
@@ -533,7 +571,7 @@ export async function repairSubscription(
     const last = sub.status?.lastSuccessfulSyncTime;
     if (last) deps.metrics.lastSuccess.set(labels, Math.floor(Date.parse(last) / 1000));
   }
-  const report = new Report(sub, now);
+  const report = new Report(sub, now, deps.liveCondition?.(sub));
   let applied: Applied | undefined;
   try {
     applied = await applyAll(deps, sub, state, drift);

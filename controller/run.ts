@@ -25,6 +25,7 @@ interface ControllerRunOptions {
   leaseName: string;
   leaseDurationSeconds: number;
   namespace?: string;
+  maxLiveWatches: number;
 }
 
 interface RunningController {
@@ -81,7 +82,7 @@ export async function runController(options: ControllerRunOptions, log: Logger):
 
   const startLoop = async () => {
     metrics.isLeader.set(1);
-    controller = new SubscriptionController({ apis, log, metrics, clusterCidrs: options.clusterCidrs, concurrency: options.concurrency, instance: identity, namespace: options.namespace });
+    controller = new SubscriptionController({ apis, log, metrics, clusterCidrs: options.clusterCidrs, concurrency: options.concurrency, instance: identity, namespace: options.namespace, maxLiveWatches: options.maxLiveWatches });
     await controller.start();
     log.info({ identity }, 'watching BlocklistSubscriptions');
   };

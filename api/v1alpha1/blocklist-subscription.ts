@@ -11,8 +11,12 @@ export const KIND = 'BlocklistSubscription';
 export const PLURAL = 'blocklistsubscriptions';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
-/** Set to any new value on a subscription to have it synced now; the controller removes it after the sync. */
-export const SYNC_NOW_ANNOTATION = 'blockfeed.dev/sync-now';
+/**
+ * Set to any new value (`date +%s`) to have a subscription synced now: Flux's annotation, which GitOps tools and
+ * `flux reconcile` already set. The controller records the value it handled in status.lastHandledReconcileAt
+ * and leaves the annotation alone (removing it would fight whatever manages the object).
+ */
+export const RECONCILE_REQUEST_ANNOTATION = 'reconcile.fluxcd.io/requestedAt';
 
 /** A CEL rule in the form the api-server evaluates (x-kubernetes-validations). */
 interface CelRule {
@@ -92,6 +96,28 @@ const Filters = Type.Unsafe<Partial<Record<FilterName, FilterSetting>>>(
   }),
 );
 
+/** The defaults of spec.feed.live, written once (the CRD's and the controller's fallback). */
+export const LIVE_DEFAULTS = { enabled: false, minIntervalSeconds: 5 } as const;
+
+const Live = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: LIVE_DEFAULTS.enabled,
+      description: 'hold a long poll on the feed (wait=, a blockfeed api-server) and sync within seconds of new data, besides the schedule',
+    }),
+    minIntervalSeconds: Type.Integer({
+      minimum: 1,
+      maximum: 3600,
+      default: LIVE_DEFAULTS.minIntervalSeconds,
+      description: 'at most one long poll starts per this many seconds: while the data keeps changing, a sync at most this often',
+    }),
+  },
+  {
+    description:
+      'live blocking: the controller keeps a long poll open on the feed and syncs as soon as its data changes; each poll is one call of the key\'s quota (about 1,440 a day while nothing changes)',
+  },
+);
+
 const Feed = Type.Object(
   {
     url: Type.String({
@@ -119,6 +145,7 @@ const Feed = Type.Object(
     maxBodyBytes: Type.Optional(
       Type.Integer({ minimum: 1024, maximum: 1_073_741_824, default: 67_108_864, description: 'refuse a feed body larger than this many bytes' }),
     ),
+    live: Type.Optional(Live),
   },
   {
     description: 'where and what to pull',
@@ -463,7 +490,7 @@ export type BlocklistSubscriptionSpec = Static<typeof BlocklistSubscriptionSpec>
 
 const Condition = Type.Object(
   {
-    type: Type.String({ maxLength: 316, description: 'Ready, Synced or Degraded' }),
+    type: Type.String({ maxLength: 316, description: 'Ready, Synced, Degraded or Live' }),
     status: StringEnum(['True', 'False', 'Unknown'] as const, { description: 'status of the condition' }),
     reason: Type.String({ maxLength: 1024, description: 'one CamelCase word saying why' }),
     message: Type.String({ maxLength: 32768, description: 'human-readable details' }),
@@ -505,7 +532,8 @@ export const BlocklistSubscriptionStatus = Type.Object(
       Type.Array(Condition, {
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],
-        description: 'Ready (the list is in force), Synced (the last sync succeeded), Degraded (something needs attention)',
+        description:
+          'Ready (the list is in force), Synced (the last sync succeeded), Degraded (something needs attention), Live (with spec.feed.live: whether the long poll on the feed is open)',
       }),
     ),
     entries: Type.Optional(Type.Integer({ minimum: 0, description: 'addresses and ranges in the applied list, after sanitising' })),
@@ -521,6 +549,9 @@ export const BlocklistSubscriptionStatus = Type.Object(
     ),
     nextSyncTime: Type.Optional(Type.String({ format: 'date-time', description: 'when the next scheduled sync runs' })),
     feedETag: Type.Optional(Type.String({ description: 'ETag of the applied feed body, sent as If-None-Match' })),
+    lastHandledReconcileAt: Type.Optional(
+      Type.String({ description: 'the value of the reconcile.fluxcd.io/requestedAt annotation the last sync was asked for with' }),
+    ),
     listHash: Type.Optional(Type.String({ description: 'SHA-256 of the applied aggregated list' })),
     targets: Type.Optional(Type.Array(TargetStatus, { description: 'per target of spec.targets: what it holds, and why not when Degraded' })),
     message: Type.Optional(Type.String({ description: 'summary of the last sync' })),
@@ -569,6 +600,7 @@ export function customResourceDefinition(): Record<string, unknown> {
             { name: 'Entries', type: 'integer', jsonPath: '.status.entries' },
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Last Sync', type: 'date', jsonPath: '.status.lastSuccessfulSyncTime' },
+            { name: 'Live', type: 'string', jsonPath: '.status.conditions[?(@.type=="Live")].status', priority: 1 },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {

@@ -158,12 +158,12 @@ export async function patchSubscription(h: Harness, namespace: string, name: str
 }
 
 /**
- * Sets blockfeed.dev/sync-now and waits for a sync that started after it (a back-off retry already running
- * does not count).
+ * Sets reconcile.fluxcd.io/requestedAt and waits for a sync that started after it (a back-off retry already
+ * running does not count).
  */
 export async function syncNow(h: Harness, namespace: string, name: string): Promise<BlocklistSubscription> {
   const asked = Date.now();
-  await patchSubscription(h, namespace, name, { metadata: { annotations: { 'blockfeed.dev/sync-now': String(asked) } } });
+  await patchSubscription(h, namespace, name, { metadata: { annotations: { 'reconcile.fluxcd.io/requestedAt': String(asked) } } });
   return eventually(async () => {
     const sub = await getSubscription(h, namespace, name);
     return sub.status?.lastSyncTime && new Date(sub.status.lastSyncTime).getTime() >= asked ? sub : undefined;

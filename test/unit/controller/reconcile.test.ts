@@ -30,7 +30,7 @@ describe('statusWriteNeeded', () => {
     expect(statusWriteNeeded(undefined, after, now, false)).toBe(true);
   });
 
-  it('writes a sync someone asked for (sync-now)', () => {
+  it('writes a sync someone asked for (reconcile.fluxcd.io/requestedAt)', () => {
     expect(statusWriteNeeded(before, after, now, true)).toBe(true);
   });
 
