@@ -17,7 +17,7 @@ export npm_config_fund := false
 -include mk/k8s.mk
 -include mk/cluster.mk
 
-.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-ingest bench-export bench-serve bench-ship bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-live bench-ingest bench-export bench-serve bench-ship bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -87,6 +87,9 @@ clean: ## remove installed dependencies and caches (keeps ./.blockfeed data)
 crds: ## regenerate crds/ from api/v1alpha1/ (and the chart's copy)
 	node hack/generate-crd.ts
 	node hack/generate-chart-files.ts
+
+bench-live: deps k8s-bin k8s-crds ## time to block: a line in a Cowrie log to the NetworkPolicy of a live subscription, by stage (RUNS=n ADDRESSES=n)
+	node bench/time-to-block.ts
 
 bench-controller: deps bench-deps k8s-bin k8s-crds ## controller benchmark: the 1M-address apply path per kind of target vs its floor, aggregation vs sort, 200 subscriptions
 	node --expose-gc bench/controller.ts

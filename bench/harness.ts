@@ -20,12 +20,16 @@ export interface BenchStore {
   close(): Promise<void>;
 }
 
-/** An embedded PostgreSQL holding `addresses` generated addresses seen within `hours`, plus an enterprise key. */
-export async function benchStore(addresses: number, hours: number): Promise<BenchStore> {
+/**
+ * An embedded PostgreSQL holding `addresses` generated addresses seen within `hours`, plus an enterprise key.
+ * Without flushes to disk unless `durable` (a bench that times commits wants PostgreSQL's defaults).
+ */
+export async function benchStore(addresses: number, hours: number, { durable = false } = {}): Promise<BenchStore> {
   const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-bench-'));
   await chmod(dir, 0o755);
   const log = createLogger({ level: 'warn' });
-  const server: EmbeddedServer = await startEmbedded({ dataDir: dir, log, settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' } });
+  const settings: Record<string, string> = durable ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' };
+  const server: EmbeddedServer = await startEmbedded({ dataDir: dir, log, settings });
   await ensureDatabaseExists(server.url, 'bench');
   const url = withDatabase(server.url, 'bench');
   const pool = new pg.Pool({ connectionString: url, max: 4 });
