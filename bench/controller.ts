@@ -235,6 +235,30 @@ async function objectVersions(apis: Apis, sub: BlocklistSubscription): Promise<M
  * then one address added or removed at a time, near the front and in the middle, each change synced alone and
  * then undone. Prints the objects each sharded target wrote for each change (created, deleted, or written again).
  */
+/** Creates a subscription in the bench's apiserver. */
+async function createSubscription(custom: CustomObjectsApi, namespace: string, name: string, spec: BlocklistSubscription['spec']): Promise<BlocklistSubscription> {
+  return (await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: PLURAL,
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'BlocklistSubscription', metadata: { name }, spec },
+  })) as BlocklistSubscription;
+}
+
+/**
+ * A suspended subscription to a large export: the bench syncs it by hand, and the controller's loop (started
+ * later) leaves it alone.
+ */
+function largeFeedSpec(url: string, targets: unknown[]): BlocklistSubscription['spec'] {
+  return {
+    feed: { url, endpoint: 'export', maxBodyBytes: 64 * 1024 * 1024 },
+    safety: { maxEntries: 2_000_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
+    suspend: true,
+    targets,
+  } as BlocklistSubscription['spec'];
+}
+
 async function oneAddressChanges(deps: ReconcileDeps, custom: CustomObjectsApi, dir: string, feedUrl: string): Promise<void> {
   const rand = lcg(11);
   const picked = new Set<number>();
@@ -248,23 +272,7 @@ async function oneAddressChanges(deps: ReconcileDeps, custom: CustomObjectsApi, 
   };
   await write(list);
   const name = 'one-address';
-  await custom.createNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    namespace: 'bench',
-    plural: PLURAL,
-    body: {
-      apiVersion: `${GROUP}/${VERSION}`,
-      kind: 'BlocklistSubscription',
-      metadata: { name },
-      spec: {
-        feed: { url: `${feedUrl}/list`, endpoint: 'export', maxBodyBytes: 64 * 1024 * 1024 },
-        safety: { maxEntries: 2_000_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
-        suspend: true,
-        targets: SHARDED.map((t) => ({ [t.field]: t.spec })),
-      },
-    },
-  });
+  await createSubscription(custom, 'bench', name, largeFeedSpec(`${feedUrl}/list`, SHARDED.map((t) => ({ [t.field]: t.spec }))));
   const sync = async (cidrs: number) => {
     const sub = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: 'bench', plural: PLURAL, name })) as BlocklistSubscription;
     await syncSubscription(deps, { ...sub, spec: { ...sub.spec, suspend: false } });
@@ -348,24 +356,8 @@ async function main(): Promise<void> {
       let previous: { path: string; json: string }[] = [];
       for (let run = 0; run <= RUNS; run++) {
         const name = `m-${c.id}-${run}`;
-        const sub = (await custom.createNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace: 'bench',
-          plural: PLURAL,
-          body: {
-            apiVersion: `${GROUP}/${VERSION}`,
-            kind: 'BlocklistSubscription',
-            metadata: { name },
-            spec: {
-              feed: { url: `${feedUrl}/large`, endpoint: 'export', maxBodyBytes: 64 * 1024 * 1024 },
-              safety: { maxEntries: 2_000_000, minPrefixV4: 16, minPrefixV6: 32, maxShrinkPercent: 50 },
-              // The loop started further down must leave these alone.
-              suspend: true,
-              targets: JSON.parse(JSON.stringify(c.targets).replaceAll('-RUN', `-${run}`)) as unknown[],
-            },
-          },
-        })) as BlocklistSubscription;
+        const targets = JSON.parse(JSON.stringify(c.targets).replaceAll('-RUN', `-${run}`)) as unknown[];
+        const sub = await createSubscription(custom, 'bench', name, largeFeedSpec(`${feedUrl}/large`, targets));
         // The floor is measured just before and just after the sync, and averaged: a busy host slows both alike.
         // Each measurement starts on a collected heap, so none pays for the garbage of the bench's own
         // bookkeeping (the 14 MB body, the copies of the objects).
@@ -426,18 +418,11 @@ async function main(): Promise<void> {
     const namespaces = ['bench-a', 'bench-b', 'bench-c', 'bench-d'];
     for (const ns of namespaces) await core.createNamespace({ body: { metadata: { name: ns } } });
     for (let i = 0; i < N; i++) {
-      await custom.createNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: namespaces[i % namespaces.length]!,
-        plural: PLURAL,
-        body: {
-          apiVersion: `${GROUP}/${VERSION}`,
-          kind: 'BlocklistSubscription',
-          metadata: { name: `sub-${i}` },
-          spec: { feed: { url: feedUrl, endpoint: 'dedup' }, interval: '6h', targets: [{ configMap: { name: `list-${i}`, formats: ['txt', 'nginx'] } }] },
-        },
-      });
+      await createSubscription(custom, namespaces[i % namespaces.length]!, `sub-${i}`, {
+        feed: { url: feedUrl, endpoint: 'dedup' },
+        interval: '6h',
+        targets: [{ configMap: { name: `list-${i}`, formats: ['txt', 'nginx'] } }],
+      } as BlocklistSubscription['spec']);
     }
     const loopApis = makeApis(kc);
     const controller = new SubscriptionController({ apis: loopApis, log, metrics: createControllerMetrics(), concurrency: 4 });

@@ -2,11 +2,11 @@
 // a body twice) insert into `events` side by side and may wait on each other's rows, even in a cycle that
 // PostgreSQL breaks by aborting one of them. Whatever happens, each event is stored and counted once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
-import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
+import type { AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';
 import { freshDatabase, type TestDatabase } from '../../../support/db.ts';
+import { sshLogin } from '../../../support/events.ts';
 
 const BASE = Date.UTC(2026, 10, 20, 0);
 const IPS = ['222.85.85.85', '61.135.169.125', '117.136.0.1', '8.8.8.8'];
@@ -14,18 +14,7 @@ const IPS = ['222.85.85.85', '61.135.169.125', '117.136.0.1', '8.8.8.8'];
 /** `n` distinct events over two days (so batches also need partitions created side by side). */
 function events(n: number): AttackEvent[] {
   return Array.from({ length: n }, (_, i) =>
-    withId({
-      ts: BASE + i * 173_000,
-      src: parseAddress(IPS[i % IPS.length] as string) as AttackEvent['src'],
-      dstPort: 22,
-      service: 'ssh',
-      proto: 'tcp',
-      source: 'honeypot',
-      sensor: `hp-${i % 3}`,
-      action: 1,
-      username: 'root',
-      command: null,
-    }),
+    sshLogin({ ts: BASE + i * 173_000, src: IPS[i % IPS.length] as string, sensor: `hp-${i % 3}` }),
   );
 }
 

@@ -2,36 +2,23 @@
 // encoding (batch.ts) — addresses of both families, NULLs, texts needing escapes in other encodings, the
 // edges of the port range and millisecond timestamps.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
-import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
+import type { AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';
 import { freshDatabase, type TestDatabase } from '../../../support/db.ts';
+import { sshLogin } from '../../../support/events.ts';
 
 const BASE = Date.UTC(2026, 10, 20, 13, 7, 9, 45);
 
-const event = (over: Partial<Omit<AttackEvent, 'id'>>): AttackEvent =>
-  withId({
-    ts: BASE,
-    src: parseAddress('222.85.85.85') as AttackEvent['src'],
-    dstPort: 22,
-    service: 'ssh',
-    proto: 'tcp',
-    source: 'honeypot',
-    sensor: 'hp-1',
-    action: 1,
-    username: 'root',
-    command: null,
-    ...over,
-  });
+const event = (over: Parameters<typeof sshLogin>[0]): AttackEvent => sshLogin({ ts: BASE, ...over });
 
 const EVENTS: AttackEvent[] = [
   event({}),
-  event({ ts: BASE + 1, src: parseAddress('2001:db8::7'), dstPort: 65535, service: null, action: 0, username: null }),
-  event({ ts: BASE - 86_400_000 + 999, src: parseAddress('0.0.0.1'), dstPort: 0, proto: null, username: '' }),
-  event({ ts: BASE + 2, src: parseAddress('255.255.255.254'), dstPort: null, service: null, source: 'telescope', sensor: 'tel 1', action: 0, username: null }),
+  event({ ts: BASE + 1, src: '2001:db8::7', dstPort: 65535, service: null, action: 0, username: null }),
+  event({ ts: BASE - 86_400_000 + 999, src: '0.0.0.1', dstPort: 0, proto: null, username: '' }),
+  event({ ts: BASE + 2, src: '255.255.255.254', dstPort: null, service: null, source: 'telescope', sensor: 'tel 1', action: 0, username: null }),
   event({ ts: BASE + 3, action: 2, username: null, command: 'echo "a\tb\\c"\nwget http://x/é✓𝄞; \r\\N' }),
-  event({ ts: BASE + 4, src: parseAddress('2a03:b0c0:3:d0::1a:1'), sensor: 'датчик-北京', username: 'ünïcode' }),
+  event({ ts: BASE + 4, src: '2a03:b0c0:3:d0::1a:1', sensor: 'датчик-北京', username: 'ünïcode' }),
 ];
 
 let db: TestDatabase;

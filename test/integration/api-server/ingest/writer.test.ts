@@ -1,24 +1,13 @@
 // The writer gives back every connection the pool hands it, also one on which its staging tables cannot be
 // made: a connection kept by nobody is never returned, and a pool short of one waits for it for ever.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
-import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
+import type { AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';
 import { freshDatabase, type TestDatabase } from '../../../support/db.ts';
+import { sshLogin } from '../../../support/events.ts';
 
-const event: AttackEvent = withId({
-  ts: Date.UTC(2026, 10, 20, 13),
-  src: parseAddress('222.85.85.85') as AttackEvent['src'],
-  dstPort: 22,
-  service: 'ssh',
-  proto: 'tcp',
-  source: 'honeypot',
-  sensor: 'hp-1',
-  action: 1,
-  username: 'root',
-  command: null,
-});
+const event: AttackEvent = sshLogin({ ts: Date.UTC(2026, 10, 20, 13) });
 
 let db: TestDatabase;
 beforeAll(async () => {
