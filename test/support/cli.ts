@@ -1,5 +1,6 @@
 // Runs the real `bin/blockfeed` as a child process, as a user would.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, chmod } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -53,6 +54,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** A data dir the `postgres` user can reach (tests may run as root). */
+/** The pid of the embedded PostgreSQL running on a data directory, from PostgreSQL's own lock file. */
+export function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 export async function tempDataDir(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-cli-'));
   await chmod(dir, 0o755);

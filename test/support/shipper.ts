@@ -2,7 +2,8 @@
 // push route on, a shipper following files into it, lines that are each an event of their own, and the
 // counts that say whether anything was lost or stored twice.
 import { readFileSync } from 'node:fs';
-import { appendFile, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { BLOCKFEED, cliEnv, freePort } from './cli.ts';
@@ -64,6 +65,35 @@ export function shipArgs(files: string[], server: { port: number }, dir: string,
 
 export async function writeToken(dir: string, token = INGEST_TOKEN): Promise<void> {
   await writeFile(path.join(dir, 'token'), `${token}\n`, { mode: 0o600 });
+}
+
+/** A test's shippers and their working directories (token, state file, logs), all stopped and removed at the end. */
+export class ShipperRuns {
+  readonly #running: Shipper[] = [];
+  readonly #dirs: string[] = [];
+
+  /** A new working directory holding the ingest token. */
+  async workDir(): Promise<string> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-ship-'));
+    this.#dirs.push(dir);
+    await writeToken(dir);
+    return dir;
+  }
+
+  /** Starts a shipper with `args`, its output logged in `dir`. */
+  ship(args: string[], dir: string): Shipper {
+    const shipper = startShipper(args, path.join(dir, `ship-${this.#running.length}.log`));
+    this.#running.push(shipper);
+    return shipper;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.#running.map((s) => s.proc.stop()));
+  }
+
+  async removeDirs(): Promise<void> {
+    for (const dir of this.#dirs) await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -7,20 +7,8 @@ import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BLOCKFEED, cliEnv, freePort, runCli, startServe, tempDataDir } from '../../support/cli.ts';
-
-function postmasterPid(dataDir: string): number {
-  return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { BLOCKFEED, cliEnv, freePort, postmasterPid, runCli, startServe, tempDataDir } from '../../support/cli.ts';
+import { processAlive } from '../../support/processes.ts';
 
 /** Error output of a failed command: exactly one line, starting with "blockfeed: ". */
 function oneLine(stderr: string): string {
@@ -55,12 +43,12 @@ describe('blockfeed CLI', () => {
     expect(migrateRun.stderr).toMatch(/reusing the embedded PostgreSQL/);
     // Still the same server, and still running after the second process left.
     expect(postmasterPid(dataDir)).toBe(pgPid);
-    expect(alive(pgPid)).toBe(true);
+    expect(processAlive(pgPid)).toBe(true);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
 
     serve.child.kill('SIGTERM');
     expect(await serve.exited).toBe(0);
-    expect(alive(pgPid)).toBe(false);
+    expect(processAlive(pgPid)).toBe(false);
   });
 
   it('an unknown command is an error whatever flags follow it', async () => {
@@ -122,18 +110,18 @@ describe('blockfeed CLI', () => {
       ingest.stdin.end('{"ts":"2026-11-21T07:00:00Z","src_ip":"117.136.0.1","dst_port":3389}\n');
       expect(await ingestExit, ingestErr).toBe(0);
       expect(ingestErr).toMatch(/left running: other processes use it/);
-      expect(alive(pgPid)).toBe(true);
+      expect(processAlive(pgPid)).toBe(true);
       expect((await fetch(`http://127.0.0.1:${serve.port}/readyz`)).status).toBe(200);
       expect((await fetch(`http://127.0.0.1:${serve.port}/api/stats`)).status).toBe(200);
 
       serve.child.kill('SIGTERM');
       expect(await serve.exited).toBe(0);
-      expect(alive(pgPid)).toBe(false);
+      expect(processAlive(pgPid)).toBe(false);
       expect(existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
     } finally {
       ingest.kill('SIGKILL');
       serve.child.kill('SIGKILL');
-      if (alive(pgPid)) process.kill(pgPid, 'SIGKILL');
+      if (processAlive(pgPid)) process.kill(pgPid, 'SIGKILL');
     }
   });
 
@@ -172,7 +160,7 @@ describe('blockfeed CLI', () => {
       } catch {
         /* removed on clean shutdown: what we want */
       }
-      if (pid) expect(alive(pid)).toBe(false);
+      if (pid) expect(processAlive(pid)).toBe(false);
     } finally {
       blocker.close();
     }

@@ -1,14 +1,13 @@
 // `blockfeed ship` following files into a real `blockfeed serve` (push route on, real PostgreSQL): the real
 // Cowrie log appended in pieces cut mid-line, rotation and copytruncate while it runs and while it is
 // stopped, a rejected line reported once as file:line: reason, and a token the server refuses.
-import { copyFile, mkdtemp, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, readFile, rename, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, type TestDatabase } from '../../support/db.ts';
 import { expectCowrie } from '../../support/sensor-logs.ts';
 import {
-  append, eventLine, eventLines, eventually, shipArgs, startPushServer, startShipper, statePosition, stored, writeToken, type PushServer, type Shipper,
+  append, eventLine, eventLines, eventually, shipArgs, startPushServer, statePosition, stored, ShipperRuns, writeToken, type PushServer, type Shipper,
 } from '../../support/shipper.ts';
 
 const COWRIE_LOG = new URL('../../fixtures/sensor-logs/cowrie-3.1.4.json', import.meta.url);
@@ -17,32 +16,21 @@ const BASE = Date.now() - 3_600_000;
 describe('blockfeed ship', () => {
   let db: TestDatabase;
   let server: PushServer;
-  const running: Shipper[] = [];
-  const dirs: string[] = [];
+  const runs = new ShipperRuns();
 
   beforeAll(async () => {
     db = await freshDatabase();
     server = await startPushServer({ DATABASE_URL: db.url });
   });
   afterAll(async () => {
-    await Promise.all(running.map((s) => s.proc.stop()));
+    await runs.stopAll();
     await server?.stop();
     await db?.drop();
-    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    await runs.removeDirs();
   });
 
-  async function workDir(): Promise<string> {
-    const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-ship-'));
-    dirs.push(dir);
-    await writeToken(dir);
-    return dir;
-  }
-
-  function ship(args: string[], dir: string): Shipper {
-    const shipper = startShipper(args, path.join(dir, `ship-${running.length}.log`));
-    running.push(shipper);
-    return shipper;
-  }
+  const workDir = () => runs.workDir();
+  const ship = (args: string[], dir: string) => runs.ship(args, dir);
 
   /** Waits until the store holds `events` of the test and its rollups count as many, then checks it stays so. */
   async function expectStored(sensor: string, net: number, events: number, procs: Shipper[]): Promise<void> {

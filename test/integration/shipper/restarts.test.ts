@@ -5,13 +5,12 @@
 // hourly rollups count each line once), and while the server is away the shipper neither buffers the file
 // nor moves its position past what the server acknowledged.
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, tempDataDir } from '../../support/cli.ts';
 import {
-  append, eventLines, eventually, rssMb, shipArgs, startPushServer, startShipper, statePosition, stored, writeToken, type PushServer, type Shipper,
+  append, eventLines, eventually, rssMb, shipArgs, startPushServer, statePosition, stored, ShipperRuns, type PushServer, type Shipper,
 } from '../../support/shipper.ts';
 
 const BASE = Date.now() - 3_600_000;
@@ -21,8 +20,7 @@ describe('blockfeed ship across restarts', () => {
   let dataDir: string;
   let port: number;
   let server: PushServer | undefined;
-  const running: Shipper[] = [];
-  const dirs: string[] = [];
+  const runs = new ShipperRuns();
 
   /** The store's URL, from the embedded server's credentials (while serve runs it). */
   const storeUrl = () => {
@@ -40,23 +38,14 @@ describe('blockfeed ship across restarts', () => {
     await startServer();
   });
   afterAll(async () => {
-    await Promise.all(running.map((s) => s.proc.stop()));
+    await runs.stopAll();
     await server?.stop();
-    for (const dir of [...dirs, path.dirname(dataDir)]) await rm(dir, { recursive: true, force: true });
+    await runs.removeDirs();
+    await rm(path.dirname(dataDir), { recursive: true, force: true });
   });
 
-  async function workDir(): Promise<string> {
-    const dir = await mkdtemp(path.join(tmpdir(), 'blockfeed-ship-'));
-    dirs.push(dir);
-    await writeToken(dir);
-    return dir;
-  }
-
-  function ship(args: string[], dir: string): Shipper {
-    const shipper = startShipper(args, path.join(dir, `ship-${running.length}.log`));
-    running.push(shipper);
-    return shipper;
-  }
+  const workDir = () => runs.workDir();
+  const ship = (args: string[], dir: string) => runs.ship(args, dir);
 
   const shipped = (s: Shipper) => s.records().filter((r) => r.msg === 'batch shipped');
   const sum = (records: Record<string, unknown>[], key: string) => records.reduce((n, r) => n + (r[key] as number), 0);

@@ -2,28 +2,14 @@
 // running and has not connected yet (a CLI command between its start and its first query) keeps it running
 // when another leaves, and a user that died without leaving keeps nothing running.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../../common/logging.ts';
 import { startEmbedded } from '../../../../api-server/store/embedded.ts';
-import { BLOCKFEED, cliEnv, tempDataDir } from '../../../support/cli.ts';
+import { BLOCKFEED, cliEnv, postmasterPid, tempDataDir } from '../../../support/cli.ts';
+import { processAlive } from '../../../support/processes.ts';
 
 const log = createLogger({ level: 'silent' });
-
-function postmasterPid(dataDir: string): number {
-  return Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function answers(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url });
@@ -49,12 +35,12 @@ describe('the last one out of the embedded PostgreSQL', () => {
     const pid = postmasterPid(dataDir);
     try {
       await first.release();
-      expect(alive(pid), 'the server after the first user left').toBe(true);
+      expect(processAlive(pid), 'the server after the first user left').toBe(true);
       expect(await answers(second.url)).toBe(true);
       await second.release();
-      expect(alive(pid), 'the server after the last user left').toBe(false);
+      expect(processAlive(pid), 'the server after the last user left').toBe(false);
     } finally {
-      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      if (processAlive(pid)) process.kill(pid, 'SIGKILL');
     }
   });
 
@@ -75,10 +61,10 @@ describe('the last one out of the embedded PostgreSQL', () => {
       ingest.kill('SIGKILL');
       await exited;
       await first.release();
-      expect(alive(pid), 'the server after the last live user left').toBe(false);
+      expect(processAlive(pid), 'the server after the last live user left').toBe(false);
     } finally {
       ingest.kill('SIGKILL');
-      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      if (processAlive(pid)) process.kill(pid, 'SIGKILL');
     }
   });
 });
