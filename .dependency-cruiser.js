@@ -11,8 +11,8 @@ const LAYERS = {
   store: [],
   query: ['store'],
   render: ['query', 'store'],
-  http: ['render', 'query', 'store', 'keys', 'ingest', 'enrich'],
-  website: ['render', 'query', 'store', 'keys', 'members'],
+  http: ['render', 'query', 'store', 'keys', 'ingest', 'enrich', 'exclusions'],
+  website: ['render', 'query', 'store', 'keys', 'members', 'exclusions'],
 };
 
 /**
@@ -25,6 +25,7 @@ const FEATURES = {
   ingest: ['classify', 'enrich', 'store'],
   keys: ['store'],
   members: ['keys', 'store'],
+  exclusions: ['members', 'store'],
   retention: ['ingest', 'store'],
   demo: ['classify', 'enrich', 'ingest'],
 };

@@ -5,6 +5,7 @@ import { parseIntegerOption } from '../common/cli-support.ts';
 import { registerKeysCommands } from './keys/cli.ts';
 import { registerMembersCommands } from './members/cli.ts';
 import { registerDemoCommands } from './demo/cli.ts';
+import { registerExclusionCommands } from './exclusions/cli.ts';
 import { registerReclassifyCommands } from './enrich/cli.ts';
 import { registerIngestCommands } from './ingest/cli.ts';
 import { registerRetentionCommands } from './retention/cli.ts';
@@ -47,4 +48,5 @@ export function registerApiServerCommands(program: Command): void {
 
   registerKeysCommands(program);
   registerMembersCommands(program);
+  registerExclusionCommands(program);
 }

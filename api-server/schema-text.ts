@@ -16,6 +16,11 @@ export interface JsonSchemaLike {
   description?: string;
 }
 
+/** String formats of the API's own, in words. */
+const FORMAT_WORDS: Record<string, string> = {
+  'ip-address': 'one IPv4 or IPv6 address, such as 203.0.113.7 or 2001:db8::7 (no prefix length)',
+};
+
 /** Lists the literal values a schema accepts, or undefined when it is not a closed set. */
 export function allowedValues(schema: JsonSchemaLike): unknown[] | undefined {
   if (schema.enum) return [...schema.enum];
@@ -47,7 +52,7 @@ export function describeAllowed(schema: JsonSchemaLike): string {
     case 'array':
       return `a comma-separated list of ${schema.items ? describeAllowed(schema.items) : 'values'}`;
     case 'string': {
-      if (schema.format) return `a ${schema.format}`;
+      if (schema.format) return FORMAT_WORDS[schema.format] ?? `a ${schema.format}`;
       if (schema.pattern) return `a string matching ${schema.pattern}`;
       if (schema.minLength) return `a string of at least ${schema.minLength} characters`;
       return 'a string';

@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../../common/logging.ts';
 import { parseTierQuotas } from '../keys/tiers.ts';
 import { listenForRevocations } from '../keys/revocations.ts';
+import { listenForExclusionChanges } from './exclusion-changes.ts';
 import { createApiMetrics } from './api-metrics.ts';
 import { createAuthenticator } from './auth.ts';
 import { ResponseCache, parseCacheLifetimes } from './cache.ts';
@@ -42,9 +43,11 @@ export async function blocklistApi(app: FastifyInstance, { pools, log, registry,
 
   const prune = setInterval(() => void pruneCounters(pool).catch((err: Error) => log.warn({ err: { message: err.message } }, 'pruning rate counters failed')), 3_600_000);
   prune.unref();
-  // One listening connection for this server: key revocations and list data changes (long polls).
+  // One listening connection for this server: key revocations, changes to the exclusions (cached lists may
+  // hold an address that must be left out now) and list data changes (long polls).
   const listener = new StoreListener(pool, log);
   listenForRevocations(listener, () => auth.forget());
+  listenForExclusionChanges(listener, pool, log, (version) => cache.clear(version));
   const longPolls = new LongPolls({ pool, listener, log, limits: { total: config.longPollsMax, perSubject: config.longPollsPerKey }, metrics });
   await listener.start();
   // Held requests are answered (304) as soon as the server starts closing, so that closing does not wait for them.

@@ -45,11 +45,16 @@ export function parseCacheLifetimes(text: string): CacheLifetimes {
   return lifetimes;
 }
 
-/** Which lifetime an endpoint's answers get: variant A's, variant B's by the window asked for, or recent events'. */
-export type CacheClass = 'variantA' | 'byWindow' | 'recent';
+/**
+ * Which lifetime an endpoint's answers get: variant A's, variant B's by the window asked for, or recent events';
+ * `none`: never kept (the check: one answer per address asked about, which must say at once what the operator
+ * decided).
+ */
+export type CacheClass = 'variantA' | 'byWindow' | 'recent' | 'none';
 
 /** The lifetime of an answer of a cache class, for a window of `hours` (byWindow; 24 when not given). */
 export function cacheSeconds(cacheClass: CacheClass, hours: number | undefined, lifetimes: CacheLifetimes = SPEC_LIFETIMES): number {
+  if (cacheClass === 'none') return 0;
   if (cacheClass === 'recent') return lifetimes.recent;
   if (cacheClass === 'variantA') return lifetimes.variantA;
   const h = hours ?? 24;
@@ -238,11 +243,37 @@ export class ResponseCache {
 
   set(key: string, entry: CachedBody): void {
     if (entry.body.length > this.maxEntryBytes || !this.#lru) return;
-    // A list read at an older data version that finishes last never replaces a newer one.
+    // A list read at an older data version that finishes last never replaces a newer one, and none older than
+    // the last change to the exclusions is kept.
     const kept = this.#lru.peek(key)?.dataVersion;
     if (kept && entry.dataVersion && isNewer(kept, entry.dataVersion)) return;
+    if (this.#floor && entry.dataVersion && isOlder(entry.dataVersion, this.#floor)) return;
     const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
     this.#lru.set(key, { ...entry, text, lastModified: entry.lastModified ?? entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
+  }
+
+  /** Bumped by clear(): an answer made before it is not kept after it. */
+  #generation = 0;
+  #floor: DataVersion | undefined;
+
+  /**
+   * The data version of the last change to the exclusions this server was told of: a list read at an older
+   * one may hold an address that must be left out now, so none is kept (set) or read from a standby
+   * (query/list-source.ts).
+   */
+  get floor(): DataVersion | undefined {
+    return this.#floor;
+  }
+
+  /**
+   * Forgets every answer (the exclusions changed: a kept list may hold an address it must leave out now), and
+   * every answer still being made: its snapshot may be older than the change. `floor`: the data version the
+   * change moved to, when known.
+   */
+  clear(floor?: DataVersion): void {
+    this.#generation++;
+    if (floor && (!this.#floor || isNewer(floor, this.#floor))) this.#floor = floor;
+    this.#lru?.clear();
   }
 
   /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
@@ -250,6 +281,7 @@ export class ResponseCache {
     const chunks: Buffer[] = [];
     let size = 0;
     let keeping = this.#lru !== undefined;
+    const generation = this.#generation;
     return new Transform({
       transform: (chunk: Buffer | string, _enc, done) => {
         const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -263,7 +295,7 @@ export class ResponseCache {
         done(null, buf);
       },
       flush: (done) => {
-        if (keeping) this.set(key, { ...entry, body: Buffer.concat(chunks) });
+        if (keeping && generation === this.#generation) this.set(key, { ...entry, body: Buffer.concat(chunks) });
         done();
       },
     });

@@ -5,8 +5,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Format } from '../../common/vocabulary.ts';
 import {
+  CheckParams,
   DedupParams,
   ExportParams,
+  HoneypotCheckParams,
   HoneypotDedupParams,
   HoneypotRecentParams,
   HoneypotStatsParams,
@@ -16,9 +18,12 @@ import {
   withWait,
   type QuerySchema,
 } from '../query/endpoint-params.ts';
-import { dedupFilter, exportFilter, scanExportFilter } from '../query/lists.ts';
+import { checkAddress } from '../query/check.ts';
+import type { CheckFormat } from '../query/endpoint-params.ts';
+import { dedupFilter, exportFilter, listInstant, scanExportFilter } from '../query/lists.ts';
 import { queryRecent } from '../query/recent.ts';
 import { queryStats } from '../query/stats.ts';
+import { renderCheck } from '../render/check.ts';
 import { formatRecent } from '../render/recent.ts';
 import { document, list, type Renderer, type ResponderDeps } from './respond.ts';
 import type { ApiRoute } from './route-config.ts';
@@ -54,6 +59,16 @@ const stats = document(async (pool, q: { hours: number; format: 'json' }, now) =
 const recent = (withCommand: boolean) =>
   document(async (pool, q: { limit: number; format: Format }, now) => formatRecent(await queryRecent(pool, q.limit), q.format, withCommand, now.toISOString()));
 
+/**
+ * Whether and why an address is listed, at the instant a list asked for now describes (the same minute). Read
+ * from the primary: the freshest data there is, and so the exclusions in force, which every list honours at
+ * once (http/exclusion-changes.ts); a list from a standby may lack newer sightings by the replication delay.
+ */
+const check = document(
+  async (pool, q: { ip: string; format: CheckFormat }, now) => renderCheck(await checkAddress(pool, q.ip, listInstant(now)), q.format),
+  { readFrom: 'primary' },
+);
+
 export const ENDPOINTS: readonly Endpoint[] = [
   // Variant A: an optional bearer token; without one, anonymous limits apply.
   row({
@@ -67,6 +82,10 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({
     path: '/api/honeypot/recent', variant: 'A', access: 'public', endpoint: 'recent', cache: 'recent', params: HoneypotRecentParams,
     summary: 'Most recent attack events with the honeypot command', render: recent(true),
+  }),
+  row({
+    path: '/api/honeypot/check', variant: 'A', access: 'public', endpoint: 'check', cache: 'none', params: HoneypotCheckParams,
+    summary: 'Whether an address is in each list and window, and why: what the sensors saw, its classification, enrichment and any exclusion', render: check,
   }),
   // Variant B: lists need an API key (X-API-Key, or key=) and can be long-polled (wait=); stats and recent are public.
   row({
@@ -88,5 +107,9 @@ export const ENDPOINTS: readonly Endpoint[] = [
   row({
     path: '/api/recent', variant: 'B', access: 'public', endpoint: 'recent', cache: 'recent', params: RecentParams,
     summary: 'Most recent attack events (public: 5 requests/minute without a key)', render: recent(false),
+  }),
+  row({
+    path: '/api/check', variant: 'B', access: 'key', endpoint: 'check', cache: 'none', params: CheckParams,
+    summary: 'Whether an address is in each list and window, and why: what the sensors saw, its classification, enrichment and any exclusion', render: check,
   }),
 ];

@@ -71,12 +71,20 @@ export function list<Q>(filter: (query: Q, now: Date) => ListFilter, { truncates
 }
 
 /**
- * A small document produced whole from the query (stats, recent), read from the standbys when there are some.
+ * A small document produced whole from the query (stats, recent), read from the standbys when there are some,
+ * or with `readFrom: 'primary'` from the primary (the check: it says at once what the operator decided).
  * Its lifetime counts from `hours` if the query has it.
  */
-export function document<Q extends { format: Format; hours?: number }>(produce: (pool: pg.Pool, query: Q, now: Date) => Promise<string>): Renderer<Q> {
+export function document<Q extends { format: Format; hours?: number }>(
+  produce: (pool: pg.Pool, query: Q, now: Date) => Promise<string>,
+  { readFrom = 'standbys' }: { readFrom?: 'standbys' | 'primary' } = {},
+): Renderer<Q> {
   return (deps, route, q, req, reply) =>
-    respondDocument(deps, route, req, reply, { hours: q.hours, format: q.format, produce: (now) => readFromStandbys(deps, (pool) => produce(pool, q, now)) });
+    respondDocument(deps, route, req, reply, {
+      hours: q.hours,
+      format: q.format,
+      produce: (now) => (readFrom === 'primary' ? produce(deps.pool, q, now) : readFromStandbys(deps, (pool) => produce(pool, q, now))),
+    });
 }
 
 const CONTENT_TYPES: Record<Format, string> = {
@@ -155,7 +163,9 @@ async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyReq
     if (etagMatches(held, answer.etag)) return sendNotModified(reply, visibility(route), answer);
     return sendHead(reply, visibility(route), answer);
   }
-  const snapshot = await openListSource(deps, deps.log, heldListVersion(held));
+  // Not from a standby behind the last change to the exclusions (cache floor): its list may hold an address
+  // that must be left out now.
+  const snapshot = await openListSource(deps, deps.log, heldListVersion(held), deps.cache.floor);
   if (cached?.dataVersion && sameVersion(cached.dataVersion, snapshot.dataVersion)) {
     await snapshot.close();
     deps.cache.countLookup(route.endpoint, true);
@@ -230,6 +240,7 @@ function respondDocument(
   reply: FastifyReply,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
 ): undefined | Promise<FastifyReply> {
+  if (route.cache === 'none') return produceUncached(deps, reply, doc);
   const key = keyOf(deps.cache, route, req);
   const hit = deps.cache.get(route.endpoint, key);
   if (hit) {
@@ -237,6 +248,15 @@ function respondDocument(
     return undefined;
   }
   return produceDocument(deps, route, req, reply, key, doc);
+}
+
+/**
+ * A document never kept (cache class `none`): produced for every request at the server's clock, and marked
+ * so that no browser or proxy keeps it either.
+ */
+async function produceUncached(deps: ResponderDeps, reply: FastifyReply, doc: { format: Format; produce: (now: Date) => Promise<string> }): Promise<FastifyReply> {
+  const body = await doc.produce(deps.clock());
+  return reply.code(200).type(CONTENT_TYPES[doc.format]).header('cache-control', 'no-store').send(body);
 }
 
 async function produceDocument(

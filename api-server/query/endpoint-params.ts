@@ -43,11 +43,12 @@ function hoursOf(endpoint: ListEndpoint): TSchema {
 /** A flat query schema; T is its static type, the parameters after validation and defaults. */
 export type QuerySchema<T> = TUnsafe<T> & { properties: Record<string, TSchema> };
 
-function querySchema<T>(properties: Record<string, TSchema>): QuerySchema<T> {
+function querySchema<T>(properties: Record<string, TSchema>, required: readonly string[] = []): QuerySchema<T> {
   // Type.Unsafe keeps the object schema as it is (validation and OpenAPI read it) and only sets its type.
-  // Every parameter is optional on the wire (validation fills in defaults), which is what OpenAPI must say.
-  const optional = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, Type.Optional(schema)]));
-  return Type.Unsafe<T>(Type.Object(optional, { additionalProperties: false })) as QuerySchema<T>;
+  // A parameter is optional on the wire (validation fills in its default) unless named in `required`, which is
+  // what OpenAPI must say.
+  const wire = Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, required.includes(name) ? schema : Type.Optional(schema)]));
+  return Type.Unsafe<T>(Type.Object(wire, { additionalProperties: false })) as QuerySchema<T>;
 }
 
 interface ListOutput {
@@ -71,9 +72,17 @@ export const ScanExportParams = listQuery('scan-export', { key });
 export const StatsParams = querySchema<{ hours: number; format: 'json'; key?: string }>({ hours: hoursOf('export'), format: statsFormat, key });
 export const RecentParams = querySchema<{ limit: number; format: Format; key?: string }>({ limit, format: documentFormat, key });
 
+/** The address the check is about: one IPv4 or IPv6 address, no prefix length (validate-query.ts reads the format). */
+const ip = Type.String({ format: 'ip-address', description: 'the address to check: one IPv4 or IPv6 address (an IPv4-mapped IPv6 address is its IPv4 address)' });
+const checkFormat = Type.Enum(['json', 'txt'], { default: 'json', description: 'json (default), or txt: one "name: value" a line' });
+export type CheckFormat = 'json' | 'txt';
+
+export const CheckParams = querySchema<{ ip: string; format: CheckFormat; key?: string }>({ ip, format: checkFormat, key }, ['ip']);
+
 /** Variant A takes `hours`, `format`, `download` (and `limit` on recent); credentials only as a bearer token. */
 export const HoneypotDedupParams = querySchema<{ hours: number } & ListOutput>({ hours: hoursOf('dedup'), format: listFormat, download });
 export const HoneypotStatsParams = querySchema<{ hours: number; format: 'json' }>({ hours: hoursOf('dedup'), format: statsFormat });
 export const HoneypotRecentParams = querySchema<{ limit: number; format: Format }>({ limit, format: documentFormat });
+export const HoneypotCheckParams = querySchema<{ ip: string; format: CheckFormat }>({ ip, format: checkFormat }, ['ip']);
 
 export type ExportQuery = Static<typeof ExportParams>;

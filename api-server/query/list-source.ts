@@ -10,17 +10,19 @@
 import type { Logger } from '../../common/logging.ts';
 import { hasStandbys, type StorePools } from '../store/database.ts';
 import { STANDBYS_BEHIND, StoreUnavailableError, isStoreUnavailable } from '../store/unavailable.ts';
-import { isOlder, readDataVersion, type DataVersion } from './data-version.ts';
+import { isOlder, newer, readDataVersion, type DataVersion } from './data-version.ts';
 import { openListSnapshot, type ListSnapshot } from './stream.ts';
 
 /**
  * Opens the snapshot a list is read from: on a standby unless it is behind what must not be lost (above).
- * `held`: the newest list version the client presents, if any.
+ * `held`: the newest list version the client presents, if any. `minimum`: a version no list may be older
+ * than, known without asking the primary (the last change to the exclusions, http/exclusion-changes.ts): a
+ * standby behind it is passed over for the primary.
  */
-export async function openListSource(pools: StorePools, log: Logger, held?: DataVersion): Promise<ListSnapshot> {
+export async function openListSource(pools: StorePools, log: Logger, held?: DataVersion, minimum?: DataVersion): Promise<ListSnapshot> {
   if (!hasStandbys(pools)) return openListSnapshot(pools.pool, log);
   // The version the standby must have reached: the primary's when it answers (the freshest there is),
-  // else the client's own.
+  // else the client's own; and at least the minimum.
   let floor = held;
   let primaryAnswered = false;
   if (held) {
@@ -31,6 +33,7 @@ export async function openListSource(pools: StorePools, log: Logger, held?: Data
       if (!isStoreUnavailable(err)) throw err;
     }
   }
+  if (minimum) floor = floor ? newer(floor, minimum) : minimum;
   let snapshot: ListSnapshot;
   try {
     snapshot = await openListSnapshot(pools.readPool, log, 'standby');
@@ -40,6 +43,7 @@ export async function openListSource(pools: StorePools, log: Logger, held?: Data
   }
   if (!floor || !isOlder(snapshot.dataVersion, floor)) return snapshot;
   await snapshot.close();
-  if (primaryAnswered) return openListSnapshot(pools.pool, log);
+  // Behind the minimum alone (the primary was not asked): the primary has it.
+  if (primaryAnswered || !held) return openListSnapshot(pools.pool, log);
   throw new StoreUnavailableError(STANDBYS_BEHIND);
 }

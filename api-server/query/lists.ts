@@ -14,6 +14,7 @@ function windowStart(now: Date, hours: number): Date {
 
 export function dedupFilter(q: Pick<FilterQuery<'dedup'>, 'hours'> & Partial<FilterQuery<'dedup'>>, now: Date): ListFilter {
   return {
+    asOf: now,
     since: windowStart(now, q.hours),
     basis: (q.include_scan ?? 1) === 1 ? 'any' : 'honeypot',
     includeResearch: q.include_research === 1,
@@ -22,6 +23,7 @@ export function dedupFilter(q: Pick<FilterQuery<'dedup'>, 'hours'> & Partial<Fil
 
 export function exportFilter(q: FilterQuery<'export'>, now: Date): ListFilter {
   return {
+    asOf: now,
     since: windowStart(now, q.hours),
     basis: q.source === 'all' ? 'any' : q.source,
     type: q.type === 'all' ? undefined : q.type,
@@ -37,6 +39,7 @@ export function exportFilter(q: FilterQuery<'export'>, now: Date): ListFilter {
 
 export function scanExportFilter(q: FilterQuery<'scan-export'>, now: Date): ListFilter {
   return {
+    asOf: now,
     since: windowStart(now, q.hours),
     basis: 'telescope',
     level: q.level === 'all' ? undefined : q.level,

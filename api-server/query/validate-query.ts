@@ -3,6 +3,7 @@
 // schema-text.ts.
 import type { TSchema } from 'typebox';
 import { describeAllowed, allowedValues, type JsonSchemaLike } from '../schema-text.ts';
+import { parseAddressOrNetwork } from '../store/networks.ts';
 
 export interface ParamProblem {
   name: string;
@@ -51,14 +52,23 @@ function parseOne(name: string, raw: string, schema: ParamSchema): { value: unkn
     return { value: n };
   }
   if (schema.type === 'string') {
+    if (schema.format === 'ip-address') return ipAddress(raw, problem);
     if (schema.minLength !== undefined && raw.length < schema.minLength) return problem('too short');
     return { value: raw };
   }
   return problem('unsupported parameter type');
 }
 
+/** One address, IPv4 or IPv6, as the store keeps it (an IPv4-mapped IPv6 address is its IPv4 address); a network is refused. */
+function ipAddress(raw: string, problem: (reason: string) => ParamProblem): { value: string } | ParamProblem {
+  const parsed = parseAddressOrNetwork(raw);
+  if (!parsed.ok) return problem(`${shown(raw)} ${parsed.problem}`);
+  if (parsed.network.address === undefined) return problem(`${shown(raw)} is a network; give one address`);
+  return { value: parsed.network.address };
+}
+
 /** Validates and coerces a parsed query string; applies the schema's defaults. */
-export function parseQuery(schema: { properties: Record<string, TSchema> }, query: Record<string, unknown> | null | undefined): ParseResult {
+export function parseQuery(schema: { properties: Record<string, TSchema>; required?: readonly string[] }, query: Record<string, unknown> | null | undefined): ParseResult {
   const properties = schema.properties as Record<string, ParamSchema>;
   const problems: ParamProblem[] = [];
   const value: Record<string, unknown> = {};
@@ -75,6 +85,10 @@ export function parseQuery(schema: { properties: Record<string, TSchema> }, quer
     const parsed = parseOne(name, String(raw), prop);
     if ('value' in parsed) value[name] = parsed.value;
     else problems.push(parsed);
+  }
+  for (const name of schema.required ?? []) {
+    const prop = properties[name];
+    if (prop && !(name in (query ?? {}))) problems.push({ name, reason: 'missing', allowed: describeAllowed(prop) });
   }
   if (problems.length) return { ok: false, problems };
   for (const [name, prop] of Object.entries(properties)) {

@@ -7,3 +7,9 @@
  * while the schema changes.
  */
 export const ATTACK_DATA_LOCK = 0x626c6b66; // "blkf"
+
+/**
+ * Held by every writer of exclusions and removal requests (exclusions/store.ts) for its transaction, so that
+ * "not excluded yet" and the caps on pending requests hold however many replicas and commands write at once.
+ */
+export const EXCLUSIONS_LOCK = 0x626c6b72; // "blkr"

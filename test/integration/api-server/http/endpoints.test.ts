@@ -241,7 +241,8 @@ describe('around the endpoints', () => {
       tags: { name: string }[];
       paths: Record<string, { get: { tags: string[]; parameters: { name: string; required?: boolean; schema: JsonSchemaLike }[] } }>;
     };
-    expect(Object.keys(doc.paths).sort()).toEqual(ENDPOINTS.map(([p]) => p).sort());
+    // The check's parameters are tested with the check (test/integration/api-server/http/check.test.ts).
+    expect(Object.keys(doc.paths).sort()).toEqual([...ENDPOINTS.map(([p]) => p), '/api/check', '/api/honeypot/check'].sort());
     // Users know the two APIs by what they are: the token API under /api/honeypot/, the key API under /api/.
     expect(doc.tags.map((t) => t.name)).toEqual(['Token API', 'Key API']);
     for (const [path, { get }] of Object.entries(doc.paths)) expect(get.tags, path).toEqual([path.startsWith('/api/honeypot/') ? 'Token API' : 'Key API']);

@@ -27,6 +27,8 @@ afterAll(() => stopFixtureApi(db, api));
 
 const PUBLIC = ['/api/honeypot/dedup', '/api/honeypot/stats', '/api/honeypot/recent', '/api/stats', '/api/recent'];
 const KEYED = ['/api/dedup', '/api/export', '/api/scan-export'];
+/** Never cached, so without validators: the public one (variant A) and the keyed one. */
+const CHECKS = ['/api/honeypot/check', '/api/check'];
 
 /** The security headers, and the CORS headers exactly when `crossOrigin`. */
 function expectHeaders(res: Response, crossOrigin: boolean, what: string): void {
@@ -50,8 +52,21 @@ const withKey = (path: string, extra: Record<string, string> = {}): RequestInit 
 describe('every API route', () => {
   it('the OpenAPI document lists exactly the routes checked here', async () => {
     const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(doc.paths).sort()).toEqual([...PUBLIC, ...KEYED].sort());
+    expect(Object.keys(doc.paths).sort()).toEqual([...PUBLIC, ...KEYED, ...CHECKS].sort());
   });
+
+  for (const path of CHECKS) {
+    const crossOrigin = path.startsWith('/api/honeypot/');
+    it(`${path}: 200 (twice, never from the cache), HEAD, 400${crossOrigin ? '' : ', 401 without a key, 403 for a member key'}`, async () => {
+      for (let i = 0; i < 2; i++) expect((await check(`${path}?ip=203.0.113.20`, withKey(path), 200, crossOrigin)).headers.get('cache-control')).toBe('no-store');
+      await check(`${path}?ip=203.0.113.20`, { ...withKey(path), method: 'HEAD' }, 200, crossOrigin);
+      await check(`${path}?ip=203.0.113.0/24`, withKey(path), 400, crossOrigin);
+      if (!crossOrigin) {
+        await check(`${path}?ip=203.0.113.20`, {}, 401, false);
+        await check(`${path}?ip=203.0.113.20`, { headers: { 'x-api-key': member } }, 403, false);
+      }
+    });
+  }
 
   for (const path of [...PUBLIC, ...KEYED]) {
     const crossOrigin = PUBLIC.includes(path);

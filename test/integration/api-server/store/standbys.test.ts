@@ -3,10 +3,12 @@
 // one a client holds, from the store or from the response cache. With the primary stopped, lists and the
 // website's charts are read from the standby, while writes and metered calls answer 503 with Retry-After;
 // once the primary is back, everything works again in the same api-server. A long poll, woken on the primary,
-// is answered from the primary while the standby lags.
+// is answered from the primary while the standby lags, and so is a list after an exclusion the standby has
+// not replayed.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../../common/logging.ts';
+import { addExclusion } from '../../../../api-server/exclusions/store.ts';
 import { createKey } from '../../../../api-server/keys/store.ts';
 import { startApi, type TestApi } from '../../../support/api-server.ts';
 import { loadEventSource, pushOneEvent } from '../../../support/load.ts';
@@ -144,6 +146,31 @@ describe('lists from a standby', () => {
     expect(holds(woken.body, 10)).toBe(true);
     expect(woken.etag).not.toBe(current.etag);
     expect(await listReads(uncached)).toEqual({ primary: reads.primary + 1, standby: reads.standby });
+    await store.resumeReplay();
+    await store.caughtUp();
+  });
+
+  it('an exclusion made while the standby lags: no cached list and no list from the standby brings the address back', async () => {
+    expect(await push(cached, 20)).toBe(200);
+    await store.caughtUp();
+    // Read anew (not the copy kept by the first test), and kept.
+    const listed = await get(cached, LIST, { 'x-api-key': enterprise, 'cache-control': 'no-cache' });
+    expect(holds(listed.body, 20), listed.body).toBe(true);
+    expect((await list(cached)).etag).toBe(listed.etag);
+
+    await store.pauseReplay();
+    await addExclusion(store.primary, { network: `${loadEventSource(20)}/32`, reason: 'a false positive', createdBy: 'test' });
+    // The notice reaches the server a moment after the commit; until then it may still serve its cached copy.
+    let after = await list(cached);
+    for (const deadline = Date.now() + 10_000; holds(after.body, 20) && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) after = await list(cached);
+    expect(holds(after.body, 20), 'the excluded address is back in the list').toBe(false);
+    expect(holds(after.body, 1)).toBe(true);
+    // Read on the primary (the standby has not replayed the exclusion), and kept: the same list again.
+    const again = await list(cached);
+    expect([again.etag, holds(again.body, 20)]).toEqual([after.etag, false]);
+    const check = JSON.parse((await get(cached, `/api/check?ip=${loadEventSource(20)}`, { 'x-api-key': enterprise })).body) as { listed: boolean; excluded: unknown };
+    expect(check.listed).toBe(false);
+    expect(check.excluded).not.toBeNull();
     await store.resumeReplay();
     await store.caughtUp();
   });

@@ -155,9 +155,9 @@ describe('keys', () => {
 describe('filters', () => {
   it('quote every value and exclude research platforms unless asked', () => {
     const since = new Date('2026-11-21T00:00:00Z');
-    const sql = whereSql({ since, basis: 'any', province: "x'; drop table addresses; --", includeResearch: false });
+    const sql = whereSql({ asOf: since, since, basis: 'any', province: "x'; drop table addresses; --", includeResearch: false });
     expect(sql).toContain(`a.province = 'x''; drop table addresses; --'`);
     expect(sql).toContain(`a.scanner_kind is distinct from 'research_scanner'`);
-    expect(whereSql({ since, basis: 'telescope', type: 'research_scanner', includeResearch: false })).not.toContain('distinct from');
+    expect(whereSql({ asOf: since, since, basis: 'telescope', type: 'research_scanner', includeResearch: false })).not.toContain('distinct from');
   });
 });
