@@ -1,5 +1,5 @@
-// The member centre website, served by `blockfeed serve` on the API's port: public statistics and API
-// documentation, accounts (sign-up, sign-in, email verification or operator approval), the download page and
+// The member centre website, served by `blockfeed serve` on the API's port: public statistics, API
+// documentation and the address check with its removal requests, accounts (sign-up, sign-in, email verification or operator approval), the download page and
 // API keys. Server-rendered pages (views/), a stylesheet and one small script (static/); see docs/website.md.
 //
 // Two contexts: static files without sessions, and the pages with cookies, server-side sessions for members
@@ -23,6 +23,7 @@ import type { StorePools } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/unavailable.ts';
 import { accountRoutes } from './account.ts';
 import { apiDocsPage } from './api-docs.ts';
+import { checkRoutes } from './check.ts';
 import { downloadRoutes } from './download.ts';
 import { homePage } from './home.ts';
 import { LANGUAGE_COOKIE, isLang } from './i18n.ts';
@@ -130,6 +131,7 @@ async function memberCentre(app: FastifyInstance, { pools, log, config, clock = 
   await app.register(accountRoutes, deps);
   await app.register(downloadRoutes, deps);
   await app.register(keysRoutes, deps);
+  await app.register(checkRoutes, deps);
 }
 
 /**

@@ -38,6 +38,11 @@ export const PASSWORD_CHECK_PER_ACCOUNT: Throttle = { prefix: 'password-check:ac
 /** Account requests (each a password hash and perhaps an email) from one address per hour. */
 export const SIGN_UP_PER_ADDRESS: Throttle = { prefix: 'sign-up:address:', limit: 10, windowSeconds: 3600 };
 
+/** Address checks on the check page from one client network, as many as its sign-in attempts. */
+export const CHECK_PER_ADDRESS: Throttle = { prefix: 'check:address:', limit: 30, windowSeconds: 900 };
+/** Removal requests (each stored, and perhaps an email) from one client network per hour. */
+export const REMOVAL_PER_ADDRESS: Throttle = { prefix: 'removal:address:', limit: 5, windowSeconds: 3600 };
+
 /** How long a device cookie lets its browser past the account's ceiling (renewed at every sign-in). */
 export const DEVICE_DAYS = 180;
 
@@ -103,6 +108,14 @@ export function passwordCheckSucceeded(pool: pg.Pool, email: string, now: Date):
 
 export function admitSignUp(pool: pg.Pool, address: string, now: Date): Promise<Wait> {
   return admit(pool, now, [[SIGN_UP_PER_ADDRESS, clientSubject(address)]]);
+}
+
+export function admitCheck(pool: pg.Pool, address: string, now: Date): Promise<Wait> {
+  return admit(pool, now, [[CHECK_PER_ADDRESS, clientSubject(address)]]);
+}
+
+export function admitRemovalRequest(pool: pg.Pool, address: string, now: Date): Promise<Wait> {
+  return admit(pool, now, [[REMOVAL_PER_ADDRESS, clientSubject(address)]]);
 }
 
 /**
