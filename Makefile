@@ -17,7 +17,7 @@ export npm_config_fund := false
 -include mk/k8s.mk
 -include mk/cluster.mk
 
-.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-live bench-ingest bench-export bench-serve bench-ship bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-live bench-ingest bench-export bench-serve bench-check bench-ship bench-web chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -66,11 +66,14 @@ test: deps system-deps sensor-venvs k8s-bin k8s-crds cluster-bin cluster-images 
 
 check: typecheck lint ## static checks only
 
-bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY (needs psql, curl)
+bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY, without and with 1,000 exclusions (needs psql, curl)
 	node bench/export.ts
 
 bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
 	node bench/serve.ts
+
+bench-check: deps bench-deps ## benchmark: /api/check of random addresses from PostgreSQL under wrk, unmetered, metered and with 1,000 exclusions (target >= 1,000 req/s)
+	node bench/check.ts
 
 bench-ingest: deps bench-deps ## ingest benchmark: 1,000,000 Cowrie events vs PostgreSQL's COPY of the same rows, median of RUNS pairs (EVENTS=n RUNS=n)
 	node bench/ingest.ts --events $${EVENTS:-1000000} --runs $${RUNS:-7}
