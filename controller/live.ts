@@ -181,6 +181,9 @@ export class LiveWatches {
     const signal = watch.stop.signal;
     const labels = { namespace: watch.sub.metadata.namespace, name: watch.sub.metadata.name };
     metrics.liveConnected.set(labels, 0);
+    // Every series from the start, at 0: rate() and alerts see the first wakeup or error, not a new series.
+    metrics.liveWakeups.inc(labels, 0);
+    for (const reason of POLL_ERROR_REASONS) metrics.livePollErrors.inc({ ...labels, reason }, 0);
     // The list applied last: the feed answers once its data is newer. Without one, the first answer only
     // tells the ETag to hold (the first sync is under way anyway).
     let etag = watch.sub.status?.feedETag;
