@@ -67,8 +67,12 @@ export async function startReplicatedStore(log: Logger): Promise<ReplicatedStore
   const standbyUrl = withDatabase(standbyServer.url, 'blockfeed');
   const primary = new pg.Pool({ connectionString: primaryUrl, max: 2 });
   const standby = new pg.Pool({ connectionString: standbyUrl, max: 2 });
-  primary.on('error', () => undefined);
-  standby.on('error', () => undefined);
+  // The primary is stopped under these pools: a connection lost while idle, or while the pool is closing it
+  // (the pool's own listener is gone by then), must not be an uncaught error. As the api-server's pools do.
+  for (const pool of [primary, standby]) {
+    pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
+  }
 
   const store: ReplicatedStore = {
     primaryUrl,
