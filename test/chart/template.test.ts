@@ -7,7 +7,7 @@ import { CONTROLLER_CLUSTER_RULES, CONTROLLER_LEADER_ELECTION_RULES } from '../.
 import { ALL_ON, CLOUDNATIVEPG } from '../support/chart-values.ts';
 import { CHART, helmWithValues, renderChart, type K8sObject } from '../support/helm.ts';
 
-const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'Cluster', 'PodMonitor']);
+const NAMESPACED_KINDS = new Set(['Deployment', 'StatefulSet', 'Service', 'Secret', 'ServiceAccount', 'Role', 'RoleBinding', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'Cluster', 'PodMonitor', 'NetworkPolicy']);
 
 const kindsOf = (objs: K8sObject[]) => objs.map((o) => `${o.kind}/${o.metadata.name}`).sort();
 const find = (objs: K8sObject[], kind: string, name: string) => {
@@ -141,9 +141,9 @@ describe('helm template with every optional part on', () => {
     objs = await renderChart(ALL_ON);
   });
 
-  it('adds the HPA, the PDB, the ServiceMonitors, the PrometheusRule and the api Secret; drops the bundled database', () => {
+  it('adds the HPA, the PDB, the ServiceMonitors, the PrometheusRule, the api Secret and Cowrie; drops the bundled database', () => {
     const names = kindsOf(objs);
-    for (const want of ['HorizontalPodAutoscaler/blockfeed-api', 'PodDisruptionBudget/blockfeed-api', 'ServiceMonitor/blockfeed-api', 'ServiceMonitor/blockfeed-controller', 'PrometheusRule/blockfeed', 'Secret/blockfeed-api']) {
+    for (const want of ['HorizontalPodAutoscaler/blockfeed-api', 'PodDisruptionBudget/blockfeed-api', 'ServiceMonitor/blockfeed-api', 'ServiceMonitor/blockfeed-controller', 'PrometheusRule/blockfeed', 'Secret/blockfeed-api', 'StatefulSet/blockfeed-cowrie', 'PodMonitor/blockfeed-cowrie']) {
       expect(names).toContain(want);
     }
     expect(names.filter((n) => n.includes('postgresql'))).toEqual([]);
@@ -227,7 +227,7 @@ describe.each([
         'app.kubernetes.io/managed-by': 'Helm',
         'app.kubernetes.io/part-of': 'blockfeed',
       });
-      expect(['api-server', 'controller', 'database']).toContain(o.metadata.labels?.['app.kubernetes.io/component']);
+      expect(['api-server', 'controller', 'database', 'sensor-cowrie']).toContain(o.metadata.labels?.['app.kubernetes.io/component']);
       if (NAMESPACED_KINDS.has(o.kind)) expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('ns1');
       else expect(o.metadata.namespace).toBeUndefined();
     }

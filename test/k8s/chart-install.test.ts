@@ -93,6 +93,14 @@ describe('the chart installed into a real kube-apiserver', () => {
     expect(await secrets()).toEqual(before);
   });
 
+  it('prints where Cowrie listens and which namespace no subscription may select (sensors.cowrie)', async () => {
+    const namespace = await freshNamespace('chart');
+    const stdout = await install('bf-sensor', namespace, { api: { ingest: { enabled: true } }, sensors: { cowrie: { enabled: true } } });
+    const notes = stdout.slice(stdout.indexOf('NOTES:'));
+    expect(notes).toContain(`kubectl -n ${namespace} get service bf-sensor-blockfeed-cowrie`);
+    expect(notes).toContain(`Never let a BlocklistSubscription select the namespace ${namespace}`);
+  });
+
   describe("the controller's ServiceAccount", () => {
     let releaseNamespace: string;
     let otherNamespace: string;

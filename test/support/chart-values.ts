@@ -17,6 +17,7 @@ export const ALL_ON = {
     podAnnotations: { 'example.com/a': 'b' },
     topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'api-server' } } }],
   },
+  sensors: { cowrie: { enabled: true, sensorName: 'hp-chart-1', config: '[shell]\nkernel_version = 6.1.0-18-amd64\n', userdb: 'root:x:!root\nroot:x:*\n' } },
   controller: { replicas: 2, clusterCidrs: ['10.244.0.0/16', '10.96.0.0/12', 'fd00:10:96::/112'], concurrency: 8, watchNamespace: 'subscriptions', extraArgs: ['--example'] },
   metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } }, prometheusRule: { enabled: true, labels: { release: 'prom' } }, grafanaDashboard: { enabled: true, labels: { release: 'prom' } } },
 };

@@ -16,6 +16,7 @@
 {{- define "blockfeed.apiName" -}}{{ include "blockfeed.fullname" . }}-api{{- end }}
 {{- define "blockfeed.controllerName" -}}{{ include "blockfeed.fullname" . }}-controller{{- end }}
 {{- define "blockfeed.postgresName" -}}{{ include "blockfeed.fullname" . }}-postgresql{{- end }}
+{{- define "blockfeed.cowrieName" -}}{{ include "blockfeed.fullname" . }}-cowrie{{- end }}
 
 {{- define "blockfeed.controllerServiceAccount" -}}
 {{- if .Values.controller.serviceAccount.create }}
@@ -130,6 +131,9 @@ key: ingest-token
 {{- if and (eq .Values.database.type "cloudnativepg") .Values.api.enabled }}
 {{- include "blockfeed.validateCloudNativePG" . }}
 {{- end }}
+{{- if and .Values.sensors.cowrie.enabled (not (and .Values.api.enabled .Values.api.ingest.enabled)) }}
+{{- fail "sensors.cowrie.enabled needs this release's api-server with its ingest route (api.enabled=true, api.ingest.enabled=true): the shipper pushes Cowrie's log there with its token" }}
+{{- end }}
 {{- end }}
 
 {{/* "true" when the api-server reads from the CloudNativePG Cluster's standbys (readFromStandbys; auto: instances > 1). */}}
@@ -159,6 +163,9 @@ key: ingest-token
 {{- fail (printf "database.cloudnativepg.imageName %q needs a tag starting with the PostgreSQL major version (like ghcr.io/cloudnative-pg/postgresql:17.5): CloudNativePG reads the version from it" $cnpg.imageName) }}
 {{- end }}
 {{- end }}
+
+{{/* The api-server's container port: its Service's target, and where a sensor's NetworkPolicy lets the shipper go. */}}
+{{- define "blockfeed.apiContainerPort" -}}8080{{- end }}
 
 {{/* tier=quota,... as BLOCKFEED_TIER_QUOTAS reads it (tiers sorted by name: stable output). */}}
 {{- define "blockfeed.tierQuotas" -}}
