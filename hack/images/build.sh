@@ -2,14 +2,15 @@
 # Builds the images the cluster tier runs, without Docker and without a registry, with Debian's buildah, and
 # writes each as a docker archive for `ctr images import`:
 #
-#   .cache/cluster/images/{blockfeed,postgresql,busybox,pause,cnpg-operator,cnpg-postgresql}.tar
+#   .cache/cluster/images/{blockfeed,postgresql,busybox,pause,cnpg-operator,cnpg-postgresql,cowrie}.tar
 #
 # blockfeed is the repository's own Dockerfile, unchanged; cnpg-operator holds CloudNativePG's operator
-# program, which make cluster-bin builds (.cache/k8s/cluster.env names it). Nothing is pulled from a registry:
-# stand-ins for the base images the others name are made first under the same names (see images.env):
-# debian:bookworm-slim from Debian's packages (mmdebstrap), then node:<major>-bookworm-slim with the project's
-# Node (from the npm registry, scripts/ensure-node.sh) and npm. Every RUN step uses the host's network (apt,
-# npm).
+# program, which make cluster-bin builds (.cache/k8s/cluster.env names it); cowrie is Cowrie from PyPI at the
+# version and pins of the integration tier's virtualenv (hack/sensors), laid out as its official image. Nothing
+# is pulled from a registry: stand-ins for the base images the others name are made first under the same names
+# (see images.env): debian:bookworm-slim from Debian's packages (mmdebstrap), then node:<major>-bookworm-slim
+# with the project's Node (from the npm registry, scripts/ensure-node.sh) and npm. Every RUN step uses the
+# host's network (apt, npm, PyPI).
 #
 # A stamp per image records a hash of its inputs (its directory under hack/images, images.env, this script,
 # the Dockerfile and files of the repository for blockfeed, its base's stamp): an unchanged image is not
@@ -143,6 +144,17 @@ build busybox "$BUSYBOX_IMAGE" "$work/busybox" "$work/busybox/Dockerfile" "$work
 export_archive busybox "$BUSYBOX_IMAGE"
 build pause "$PAUSE_IMAGE" "$work/pause" "$work/pause/Dockerfile" "$work/pause"
 export_archive pause "$PAUSE_IMAGE"
+
+# Cowrie (hack/images/cowrie), at the version hack/sensors/versions.env names, which the image's tag must name too.
+sensors="$root/hack/sensors"
+cowrie_version=$(sed -n 's/^COWRIE_VERSION=//p' "$sensors/versions.env")
+[[ ${COWRIE_IMAGE##*:} == "$cowrie_version" ]] ||
+  die "images.env names $COWRIE_IMAGE, but $sensors/versions.env names Cowrie $cowrie_version: make the tag match"
+mkdir -p "$work/cowrie/ca-certificates"
+cp "$here/cowrie/Dockerfile" "$sensors/versions.env" "$sensors/cowrie.constraints.txt" "$work/cowrie/"
+find /usr/local/share/ca-certificates -name '*.crt' -exec cp {} "$work/cowrie/ca-certificates/" \; 2>/dev/null || true
+build cowrie "$COWRIE_IMAGE" "$work/cowrie" "$work/cowrie/Dockerfile" "$work/cowrie" "$out/debian.stamp"
+export_archive cowrie "$COWRIE_IMAGE"
 
 # CloudNativePG: its operator (the program make cluster-bin built, at the version the image's tag names) and
 # PostgreSQL laid out for its instances, on the bundled database's image.

@@ -47,7 +47,7 @@ export function clusterBinaries(root = REPO_ROOT): ClusterBinaries {
   return { kubeScheduler: bins.KUBE_SCHEDULER, kubelet: bins.KUBELET, kubeProxy: bins.KUBE_PROXY, kubeRouter: bins.KUBE_ROUTER, coredns: bins.COREDNS };
 }
 
-export type ImageName = 'blockfeed' | 'postgresql' | 'busybox' | 'pause' | 'cnpgOperator' | 'cnpgPostgresql';
+export type ImageName = 'blockfeed' | 'postgresql' | 'busybox' | 'pause' | 'cnpgOperator' | 'cnpgPostgresql' | 'cowrie';
 
 /** Each image: its key in images.env and the archive name `make cluster-images` writes. */
 const IMAGES: Record<ImageName, { key: string; archive: string }> = {
@@ -57,6 +57,7 @@ const IMAGES: Record<ImageName, { key: string; archive: string }> = {
   pause: { key: 'PAUSE_IMAGE', archive: 'pause' },
   cnpgOperator: { key: 'CNPG_OPERATOR_IMAGE', archive: 'cnpg-operator' },
   cnpgPostgresql: { key: 'CNPG_POSTGRESQL_IMAGE', archive: 'cnpg-postgresql' },
+  cowrie: { key: 'COWRIE_IMAGE', archive: 'cowrie' },
 };
 export const IMAGE_NAMES = Object.keys(IMAGES) as ImageName[];
 
