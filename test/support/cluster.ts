@@ -158,7 +158,8 @@ export interface Client {
 /**
  * A host of its own with source address `address` (a /32): a network namespace whose eth0 is a port of the
  * node's external bridge (on 172.30.0.<10 + index>/24), its default route the node; the node routes `address`
- * back to it. Pods see `address` itself, not a translated one.
+ * back to it. Pods and the node see `address` itself, not a translated one, whether it connects to a pod's
+ * address or to a NodePort on the node's.
  */
 export async function attachClient(cluster: Pick<Cluster, 'node'>, index: number, address: string): Promise<Client> {
   const ns = await holdNamespaces();
@@ -173,6 +174,9 @@ export async function attachClient(cluster: Pick<Cluster, 'node'>, index: number
     await ip('addr', 'add', `${address}/32`, 'dev', 'eth0');
     await ip('link', 'set', 'eth0', 'up');
     await ip('route', 'add', 'default', 'via', NODE.address, 'src', address);
+    // The node's own address is on the link: without this route a connection to it (a NodePort) would leave
+    // from the link's address, not from `address`.
+    await ip('route', 'add', `${NODE.address}/32`, 'dev', 'eth0', 'src', address);
     await cluster.node.run('ip', ['route', 'add', `${address}/32`, 'via', local]);
   } catch (err) {
     await ns.stop();
