@@ -9,7 +9,7 @@ import type { TestProject } from 'vitest/node';
 /** What each tier runs: promtool (metrics and alert rules), nginx (the nginx format), the attackers and the
  * network namespaces of the real honeypots' test (hydra, sshpass, ssh; ip, ss, unshare, nsenter, setpriv),
  * prometheus (e2e), and openssl, setpriv and ps for the control plane and the processes tests start, chromium
- * (the website), and the node, network and image tools of the cluster tier. */
+ * (the website), and the node, network and image tools of the cluster tier with its attacker (hydra). */
 export const TOOLS_BY_TIER: Readonly<Record<string, readonly string[]>> = {
   unit: ['promtool'],
   integration: ['promtool', 'nginx', 'hydra', 'sshpass', 'ssh', 'ip', 'ss', 'unshare', 'nsenter', 'setpriv'],
@@ -18,7 +18,7 @@ export const TOOLS_BY_TIER: Readonly<Record<string, readonly string[]>> = {
   chart: ['promtool'],
   e2e: ['prometheus', 'openssl', 'setpriv'],
   browser: ['chromium'],
-  cluster: ['containerd', 'runc', 'iptables', 'ipset', 'nft', 'conntrack', 'ip', 'tini', 'socat', 'curl', 'buildah'],
+  cluster: ['containerd', 'runc', 'iptables', 'ipset', 'nft', 'conntrack', 'ip', 'tini', 'socat', 'curl', 'buildah', 'hydra', 'busybox'],
 };
 
 /** PATH, then the sbin directories a minimal PATH leaves out (Debian puts nginx in /usr/sbin). */
