@@ -6,7 +6,7 @@
 CLUSTER_STATE_DIR := .cache/cluster/run
 DEV_CLUSTER_DIR := .cache/dev-cluster
 
-.PHONY: cluster-deps cluster-bin cluster-images test-cluster cluster cluster-down dev-cluster dev-cluster-down
+.PHONY: cluster-deps cluster-bin cluster-images test-cluster cluster cluster-down dev-cluster dev-cluster-down bench-attack-to-block
 
 cluster-deps: ## Debian packages of the cluster tier (containerd, runc, CNI plugins, iptables, ipset, nftables, buildah, ...)
 	@.ci/system-deps --cluster
@@ -19,6 +19,9 @@ cluster-images: cluster-deps cluster-bin ## build the blockfeed image from the D
 
 test-cluster: deps cluster-deps k8s-crds cluster-bin cluster-images ## cluster tier: the chart on a real node, packets from listed addresses refused (root)
 	npx vitest run --project cluster
+
+bench-attack-to-block: deps cluster-deps k8s-crds cluster-bin cluster-images ## benchmark: on the cluster tier's node, attackers' time from a failed login on Cowrie to a refused connection, by stage (ATTACKERS=n MIN_INTERVAL=s; root)
+	node bench/attack-to-block.ts --attackers $${ATTACKERS:-5} $${MIN_INTERVAL:+--min-interval $$MIN_INTERVAL}
 
 # $(call start-for-people,STATE DIR,ARGUMENTS,WHAT,STOP TARGET): `node test/support/dev-cluster.ts ARGUMENTS` in
 # the background (pid, log and the kubeconfig's path in STATE DIR) unless one runs; prints its KUBECONFIG.
