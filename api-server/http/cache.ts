@@ -1,14 +1,17 @@
 // The response cache: whole bodies keyed by endpoint + normalized parameters + format (never the
 // credential), bounded in bytes, each entry living as long as its endpoint's lifetime. Runs after auth and
 // limits. Serves strong ETags, Last-Modified, Cache-Control, Age, and 304 for a matching If-None-Match.
+// Beside the entries, the answers being made: identical requests that arrive meanwhile share the one being
+// made instead of making their own (docs/http-api.md "Identical requests").
 import { createHash } from 'node:crypto';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Counter } from 'prom-client';
 import { isNewer, isOlder, newer, parseDataVersion, type DataVersion } from '../query/data-version.ts';
+import { SharedBody } from './shared-body.ts';
 
-interface CachedBody {
+export interface CachedBody {
   body: Buffer;
   /** Small bodies also as text: Node writes headers and a string body in one write, a Buffer in a writev. */
   text?: string;
@@ -181,6 +184,13 @@ export function etagMatches(ifNoneMatch: string | undefined, etag: string): bool
 }
 
 const SMALL_BODY_BYTES = 64 * 1024;
+/** How far a live shared list may run ahead of its slowest reader, at least (when entries are smaller). */
+const MIN_LIVE_WINDOW_BYTES = 4 * 1024 * 1024;
+/** How long a reader of a shared list may hold the others up without reading. */
+const STALL_MS = 10_000;
+
+/** What an answer being made is known by before its body: everything of its cache entry but the bytes. */
+export type AnswerMeta = Omit<CachedBody, 'body'>;
 
 interface ResponseCacheOptions {
   maxBytes: number;
@@ -231,8 +241,9 @@ export class ResponseCache {
     return entry && ifNoneMatch !== undefined && holdsNewer(ifNoneMatch, entry) ? undefined : entry;
   }
 
-  countLookup(endpoint: string, hit: boolean): void {
-    this.#lookups.inc({ endpoint, result: hit ? 'hit' : 'miss' });
+  /** `coalesced`: a miss answered by an identical request's answer being made. */
+  countLookup(endpoint: string, result: boolean | 'coalesced'): void {
+    this.#lookups.inc({ endpoint, result: result === 'coalesced' ? result : result ? 'hit' : 'miss' });
   }
 
   get(endpoint: string, key: string, ifNoneMatch?: string): CachedBody | undefined {
@@ -267,38 +278,66 @@ export class ResponseCache {
 
   /**
    * Forgets every answer (the exclusions changed: a kept list may hold an address it must leave out now), and
-   * every answer still being made: its snapshot may be older than the change. `floor`: the data version the
-   * change moved to, when known.
+   * every answer still being made: its snapshot may be older than the change, so no later request joins it
+   * and it is not kept. `floor`: the data version the change moved to, when known.
    */
   clear(floor?: DataVersion): void {
     this.#generation++;
     if (floor && (!this.#floor || isNewer(floor, this.#floor))) this.#floor = floor;
     this.#lru?.clear();
+    this.#lists.clear();
+    this.#documents.clear();
   }
 
-  /** A pass-through that keeps a copy of a streamed body and stores it when the stream completes. */
-  tee(key: string, entry: Omit<CachedBody, 'body'>): Transform {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let keeping = this.#lru !== undefined;
+  readonly #lists = new Map<string, SharedBody<AnswerMeta>>();
+  readonly #documents = new Map<string, Promise<CachedBody>>();
+
+  /** The list being made under `key` that a new request may still read from its first byte, if any. */
+  listInFlight(key: string): SharedBody<AnswerMeta> | undefined {
+    const body = this.#lists.get(key);
+    return body?.joinable ? body : undefined;
+  }
+
+  /**
+   * Starts the shared body of the list answered under `key`: identical requests join it until it ends
+   * (unless `joinable` is false: a fresh answer, made for its own request), and it becomes the cache entry
+   * when it fits one. Memory: at most an entry's bound per list being made.
+   */
+  startList(key: string, joinable = true): SharedBody<AnswerMeta> {
     const generation = this.#generation;
-    return new Transform({
-      transform: (chunk: Buffer | string, _enc, done) => {
-        const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-        if (keeping) {
-          size += buf.length;
-          if (size > this.maxEntryBytes) {
-            keeping = false;
-            chunks.length = 0;
-          } else chunks.push(buf);
-        }
-        done(null, buf);
+    const body: SharedBody<AnswerMeta> = new SharedBody<AnswerMeta>({
+      keepBytes: this.#lru ? this.maxEntryBytes : 0,
+      windowBytes: Math.max(this.maxEntryBytes, MIN_LIVE_WINDOW_BYTES),
+      stallMs: STALL_MS,
+      keep: (bytes, meta) => {
+        if (generation === this.#generation) this.set(key, { ...meta, body: bytes });
       },
-      flush: (done) => {
-        if (keeping && generation === this.#generation) this.set(key, { ...entry, body: Buffer.concat(chunks) });
-        done();
+      settled: () => {
+        if (this.#lists.get(key) === body) this.#lists.delete(key);
       },
     });
+    if (joinable) this.#lists.set(key, body);
+    return body;
+  }
+
+  /** The document being made under `key`, if any. */
+  documentInFlight(key: string): Promise<CachedBody> | undefined {
+    return this.#documents.get(key);
+  }
+
+  /** Makes the document under `key` once for every request that asks meanwhile, and keeps it. */
+  makeDocument(key: string, make: () => Promise<CachedBody>): Promise<CachedBody> {
+    const generation = this.#generation;
+    const made = make().then((entry) => {
+      if (generation === this.#generation) this.set(key, entry);
+      return entry;
+    });
+    this.#documents.set(key, made);
+    const forget = () => {
+      if (this.#documents.get(key) === made) this.#documents.delete(key);
+    };
+    made.then(forget, forget);
+    return made;
   }
 }
 

@@ -1,5 +1,6 @@
 // The renderers of the endpoint table (endpoints.ts) — a list streamed from the store, or a whole document —
-// and the shared shape of every API answer: look in the cache, else produce the body and keep a copy.
+// and the shared shape of every API answer: look in the cache, else share the answer an identical request
+// is having made, else produce the body (for this request and the identical ones meanwhile) and keep it.
 // Headers for download and truncation travel with the cached copy. A list's ETag is known before its body
 // (listEtag): its first answer carries it, a conditional request the store's data version still matches is
 // answered 304 without reading the list, a HEAD reads none, and a long poll waits for the version to move.
@@ -23,15 +24,19 @@ import {
   etagMatches,
   heldListEtag,
   heldListVersion,
+  holdsNewer,
   listEtag,
   sendBody,
   sendHead,
   sendNotModified,
   sendStream,
   strongEtag,
+  type AnswerMeta,
+  type CachedBody,
   type CacheLifetimes,
   type ResponseCache,
 } from './cache.ts';
+import { ABANDONED, type SharedBody } from './shared-body.ts';
 import { callerOf, noteHeld, visibility } from './guard.ts';
 import type { LongPolls, WaitOutcome } from './long-poll.ts';
 import type { ApiRoute } from './route-config.ts';
@@ -129,23 +134,33 @@ function listAnswer(deps: ResponderDeps, route: ApiRoute, asked: ListRequest, ke
   };
 }
 
+/** Whether a list stream ended by design (its reader went, or no request wanted it any more), not by a failure. */
+function endedByDesign(err: NodeJS.ErrnoException): boolean {
+  return err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === ABANDONED;
+}
+
 /**
  * A list: from the cache, or read from the store. A long poll (`wait`) is first held while the client's
  * list is made of the current data (holdWhileCurrent). A fresh answer — a long poll's, or one asked for with
  * `Cache-Control: no-cache` — is made from the current data version: a cached copy serves only if it was
  * read at that version; else the list is read (once per query and data version, then cached). Without it a
  * cached copy serves for its lifetime. A HEAD reads no list: its validators are known without it.
+ *
+ * A list read from the store is shared: a request that is not fresh and finds the identical request's list
+ * being made answers from it (request coalescing, docs/http-api.md "Identical requests"), and the one making
+ * it makes it for every identical request meanwhile. `retried`: this request already waited for an answer
+ * that failed, or that was older than the list its client holds (`alone`: then it makes its own).
  */
-async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest): Promise<FastifyReply> {
+async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, retried = false, alone = false): Promise<FastifyReply> {
   // A long poll's URL is never remembered: the fast path would answer it from the cache without waiting.
   const key = keyOf(deps.cache, route, req, asked.wait === undefined);
-  if (asked.wait !== undefined && (await holdWhileCurrent(deps, route, req, reply, asked, key, asked.wait))) return reply;
+  if (!retried && asked.wait !== undefined && (await holdWhileCurrent(deps, route, req, reply, asked, key, asked.wait))) return reply;
   const held = req.headers['if-none-match'];
   const fresh = asked.wait !== undefined || asksRevalidation(req.headers['cache-control']);
   // Not a copy older than the list the client holds (ResponseCache.peek).
   const cached = deps.cache.peek(key, held);
   if (cached && !fresh) {
-    deps.cache.countLookup(route.endpoint, true);
+    if (!retried) deps.cache.countLookup(route.endpoint, true);
     return sendBody(req, reply, visibility(route), cached);
   }
   // The list describes the store at the start of this minute: its window, generated_at, Last-Modified,
@@ -163,18 +178,49 @@ async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyReq
     if (etagMatches(held, answer.etag)) return sendNotModified(reply, visibility(route), answer);
     return sendHead(reply, visibility(route), answer);
   }
+  // A fresh answer needs the current data version: it joins no list begun before it asked.
+  const shared = fresh || alone ? undefined : deps.cache.listInFlight(key);
+  if (shared) {
+    if (!retried) deps.cache.countLookup(route.endpoint, 'coalesced');
+    return joinList(deps, route, req, reply, asked, shared, retried);
+  }
+  // Only a body no other request may join can be answered from `cached` (below): one that is not fresh had
+  // no cached copy. Without one this is a miss, counted now (whatever the store takes to answer).
+  if (!cached && !retried) deps.cache.countLookup(route.endpoint, false);
+  const made = deps.cache.startList(key, !fresh);
+  try {
+    return await makeList(deps, route, req, reply, asked, { key, asOf, cached, made, counted: retried || !cached });
+  } catch (err) {
+    made.fail(err as Error);
+    throw err;
+  }
+}
+
+async function makeList(
+  deps: ResponderDeps,
+  route: ApiRoute,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  asked: ListRequest,
+  { key, asOf, cached, made, counted }: { key: string; asOf: Date; cached: CachedBody | undefined; made: SharedBody<AnswerMeta>; counted: boolean },
+): Promise<FastifyReply> {
+  const held = req.headers['if-none-match'];
   // Not from a standby behind the last change to the exclusions (cache floor): its list may hold an address
   // that must be left out now.
   const snapshot = await openListSource(deps, deps.log, heldListVersion(held), deps.cache.floor);
   if (cached?.dataVersion && sameVersion(cached.dataVersion, snapshot.dataVersion)) {
+    made.release();
     await snapshot.close();
-    deps.cache.countLookup(route.endpoint, true);
+    if (!counted) deps.cache.countLookup(route.endpoint, true);
     return sendBody(req, reply, visibility(route), cached);
   }
-  deps.cache.countLookup(route.endpoint, false);
+  if (!counted) deps.cache.countLookup(route.endpoint, false);
   deps.listReads.inc({ source: snapshot.source });
   const answer = listAnswer(deps, route, asked, key, asOf, snapshot.dataVersion);
-  if (etagMatches(req.headers['if-none-match'], answer.etag)) {
+  const notModified = etagMatches(held, answer.etag);
+  if (notModified && made.others === 0) {
+    // This client has the list, and no other request waits for it: it is not read at all.
+    made.release();
     await snapshot.close();
     return sendNotModified(reply, visibility(route), answer);
   }
@@ -188,12 +234,63 @@ async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyReq
     count: asked.format === 'json' || limit !== undefined,
   });
   if (asked.truncates) answer.headers['x-blocklist-truncated'] = String(stream.truncated);
-  const tee = deps.cache.tee(key, answer);
-  // pipeline, not pipe: a client that goes away destroys the tee, and with it the statement's stream.
-  pipeline(stream.body, tee, (err) => {
-    if (err && (err).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log.warn({ err: { message: err.message } }, 'list stream failed');
+  made.publish(answer);
+  // This request reads the list as every other one does; its client going away ends the read only when
+  // no other request reads it or waits for it.
+  const own = notModified ? undefined : made.reader();
+  pipeline(stream.body, made.sink(), (err) => {
+    if (err && !endedByDesign(err)) deps.log.warn({ err: { message: err.message } }, 'list stream failed');
   });
-  return sendStream(reply, visibility(route), answer, tee);
+  if (!own) {
+    made.release();
+    return sendNotModified(reply, visibility(route), answer);
+  }
+  return sendStream(reply, visibility(route), answer, own);
+}
+
+/**
+ * Answers from an identical request's list being made: 304 as soon as its validators match, else the whole
+ * body when it completes (kept), or the body from its first byte as it streams (too large to keep). A
+ * failure before this request's answer began is retried once: its next try makes the list, or joins the
+ * identical request that does. A list older than the one the client holds is not for it: it makes its own.
+ */
+async function joinList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, shared: SharedBody<AnswerMeta>, retried: boolean): Promise<FastifyReply> {
+  const gone = new AbortController();
+  const hangUp = () => gone.abort();
+  reply.raw.once('close', hangUp);
+  const joined = shared.join(gone.signal);
+  joined.catch(() => undefined);
+  try {
+    const meta = await shared.published;
+    if (etagMatches(req.headers['if-none-match'], meta.etag)) {
+      gone.abort();
+      return sendNotModified(reply, visibility(route), meta);
+    }
+    if (holdsNewer(req.headers['if-none-match'], meta)) {
+      // Read on a standby that lagged: older than the list this client holds, which it would take back.
+      gone.abort();
+      return await respondList(deps, route, req, reply, asked, true, true);
+    }
+    const answer = await joined;
+    switch (answer.kind) {
+      case 'whole':
+        return sendBody(req, reply, visibility(route), { ...meta, body: answer.body });
+      case 'live':
+        return sendStream(reply, visibility(route), meta, answer.body);
+      case 'missed':
+        return await respondList(deps, route, req, reply, asked, true);
+      case 'gone':
+        // The client went away while it waited: nobody to answer.
+        reply.hijack();
+        reply.raw.destroy();
+        return reply;
+    }
+  } catch (err) {
+    if (retried || gone.signal.aborted) throw err;
+    return respondList(deps, route, req, reply, asked, true);
+  } finally {
+    reply.raw.off('close', hangUp);
+  }
 }
 
 /**
@@ -231,7 +328,8 @@ async function holdWhileCurrent(deps: ResponderDeps, route: ApiRoute, req: Fasti
 
 /**
  * For small documents (stats, recent): produce, keep, answer with validators (304 when unchanged). A cached
- * answer is sent synchronously (no promise); only producing a document is asynchronous.
+ * answer is sent synchronously (no promise); only producing a document is asynchronous. Identical requests
+ * that arrive while a document is being produced get that one.
  */
 function respondDocument(
   deps: ResponderDeps,
@@ -242,12 +340,14 @@ function respondDocument(
 ): undefined | Promise<FastifyReply> {
   if (route.cache === 'none') return produceUncached(deps, reply, doc);
   const key = keyOf(deps.cache, route, req);
-  const hit = deps.cache.get(route.endpoint, key);
+  const hit = deps.cache.peek(key);
+  const making = hit ? undefined : deps.cache.documentInFlight(key);
+  deps.cache.countLookup(route.endpoint, hit !== undefined || (making !== undefined && 'coalesced'));
   if (hit) {
     sendBody(req, reply, visibility(route), hit);
     return undefined;
   }
-  return produceDocument(deps, route, req, reply, key, doc);
+  return produceDocument(deps, route, req, reply, key, doc, making);
 }
 
 /**
@@ -266,16 +366,20 @@ async function produceDocument(
   reply: FastifyReply,
   key: string,
   doc: { hours?: number; format: Format; produce: (now: Date) => Promise<string> },
+  making: Promise<CachedBody> | undefined,
 ): Promise<FastifyReply> {
-  const now = new Date();
-  const body = Buffer.from(await doc.produce(now));
-  const entry = {
-    body,
-    etag: strongEtag(body),
-    generatedAt: now,
-    ttlSeconds: cacheSeconds(route.cache, doc.hours, deps.lifetimes),
-    headers: { 'content-type': CONTENT_TYPES[doc.format] },
+  const make = async (): Promise<CachedBody> => {
+    const now = new Date();
+    const body = Buffer.from(await doc.produce(now));
+    return { body, etag: strongEtag(body), generatedAt: now, ttlSeconds: cacheSeconds(route.cache, doc.hours, deps.lifetimes), headers: { 'content-type': CONTENT_TYPES[doc.format] } };
   };
-  deps.cache.set(key, entry);
+  let entry: CachedBody;
+  try {
+    entry = await (making ?? deps.cache.makeDocument(key, make));
+  } catch (err) {
+    // A request that waited for another's document tries once more itself; the first one fails as it did.
+    if (!making) throw err;
+    entry = await (deps.cache.documentInFlight(key) ?? deps.cache.makeDocument(key, make));
+  }
   return sendBody(req, reply, visibility(route), entry);
 }

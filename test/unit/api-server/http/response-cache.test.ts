@@ -1,10 +1,12 @@
 // The response cache when the exclusions change (clear): every kept answer goes, an answer still being made
-// is not kept, and no list read below the change's data version is kept afterwards.
+// is not kept (nor joined by a later identical request), and no list read below the change's data version is
+// kept afterwards.
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ResponseCache } from '../../../../api-server/http/cache.ts';
+import { ResponseCache, type AnswerMeta } from '../../../../api-server/http/cache.ts';
+import type { SharedBody } from '../../../../api-server/http/shared-body.ts';
 import type { DataVersion } from '../../../../api-server/query/data-version.ts';
 
 function cache(): ResponseCache {
@@ -15,8 +17,11 @@ function cache(): ResponseCache {
 const at = (version: bigint, epoch = 'aaaaaaaa'): DataVersion => ({ epoch, version });
 const entry = (body: string, dataVersion?: DataVersion) => ({ body: Buffer.from(body), etag: `"${body}"`, generatedAt: new Date(), ttlSeconds: 60, headers: {}, dataVersion });
 
-async function drain(stream: NodeJS.ReadWriteStream, body: string): Promise<void> {
-  await pipeline(Readable.from([Buffer.from(body)]), stream, new Writable({ write: (_c, _e, done) => done() }));
+/** Streams `body` into a list being made, its first request reading it to the end. */
+async function drain(made: SharedBody<AnswerMeta>, meta: AnswerMeta, body: string): Promise<void> {
+  made.publish(meta);
+  const reader = made.reader();
+  await Promise.all([pipeline(Readable.from([Buffer.from(body)]), made.sink()), pipeline(reader, new Writable({ write: (_c, _e, done) => done() }))]);
 }
 
 describe('ResponseCache.clear', () => {
@@ -45,14 +50,16 @@ describe('ResponseCache.clear', () => {
     expect(c.floor).toEqual(at(2n, 'bbbbbbbb'));
   });
 
-  it('does not keep an answer that was being made when it cleared', async () => {
+  it('does not keep an answer that was being made when it cleared, nor lets a request join it', async () => {
     const c = cache();
-    const before = c.tee('a', { etag: '"a"', generatedAt: new Date(), ttlSeconds: 60, headers: {}, dataVersion: at(8n) });
+    const meta: AnswerMeta = { etag: '"a"', generatedAt: new Date(), ttlSeconds: 60, headers: {}, dataVersion: at(8n) };
+    const before = c.startList('a');
+    expect(c.listInFlight('a')).toBe(before);
     c.clear();
-    await drain(before, 'body');
+    expect(c.listInFlight('a')).toBeUndefined();
+    await drain(before, meta, 'body');
     expect(c.peek('a')).toBeUndefined();
-    const after = c.tee('a', { etag: '"a"', generatedAt: new Date(), ttlSeconds: 60, headers: {}, dataVersion: at(8n) });
-    await drain(after, 'body');
+    await drain(c.startList('a'), meta, 'body');
     expect(c.peek('a')?.body.toString()).toBe('body');
   });
 });
