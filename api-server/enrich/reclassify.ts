@@ -56,7 +56,11 @@ export async function reclassify(pool: pg.Pool, enricher: Enricher): Promise<Rec
       await client.query('begin');
       // As every writer of attack data (store/locks.ts): an ingest window updating the same rows never deadlocks with it.
       await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
-      changed += (await client.query(APPLY, [ips, ...columns])).rowCount ?? 0;
+      const changedHere = (await client.query(APPLY, [ips, ...columns])).rowCount ?? 0;
+      // The rollups count attacks per country as the addresses had them: rebuilt by the next compaction,
+      // read from the hourly rows meanwhile (docs/data-model.md "Rollups").
+      if (changedHere > 0) await client.query('select invalidate_rollups()');
+      changed += changedHere;
       await client.query('commit');
       addresses += rows.length;
       after = (rows.at(-1) as { ip: string }).ip;

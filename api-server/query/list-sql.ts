@@ -210,10 +210,20 @@ export function classificationSql(since: Date): { type: string; level: string; p
   };
 }
 
-/** Full records (json, csv): classification in the window plus attacks and ports from ip_hourly. */
-export function recordsSql(f: ListFilter, limit?: number, truncate = false): string {
+/**
+ * The rollup rows a record's attacks and ports are counted over: every ip_hourly row from the start of the
+ * hour containing the window start (query/rollups.ts answers the same rows from coarser rollups).
+ */
+export function hourlyRowsSql(since: Date): string {
+  return `select ip, attacks, ports from ip_hourly where hour >= date_trunc('hour', ${timestampLiteral(since)}, 'UTC')`;
+}
+
+/**
+ * Full records (json, csv): classification in the window plus attacks and ports summed over `rows`, the
+ * window's rollup rows (ip, attacks, ports).
+ */
+export function recordsSql(f: ListFilter, limit?: number, truncate = false, rows = hourlyRowsSql(f.since)): string {
   const w = timestampLiteral(f.since);
-  const hourFrom = `date_trunc('hour', ${w})`;
   const classified = classificationSql(f.since);
   return `select host(a.ip) as ip,
     to_char(a.first_seen at time zone 'UTC', ${ISO}) as first_seen,
@@ -229,8 +239,8 @@ export function recordsSql(f: ListFilter, limit?: number, truncate = false): str
     coalesce(p.ports, '{}') as ports,
     a.country::text as country, a.province, a.isp, a.net, a.asn
   from ${matching(f, limit, truncate)}
-  left join (select ip, sum(attacks) as attacks from ip_hourly where hour >= ${hourFrom} group by ip) h on h.ip = a.ip
+  left join (select ip, sum(attacks) as attacks from (${rows}) w group by ip) h on h.ip = a.ip
   left join (select ip, array_agg(distinct port order by port) as ports
-             from ip_hourly, unnest(ports) as port where hour >= ${hourFrom} group by ip) p on p.ip = a.ip
+             from (${rows}) w, unnest(ports) as port group by ip) p on p.ip = a.ip
   order by a.ip`;
 }

@@ -10,6 +10,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import type { Logger } from '../../common/logging.ts';
 import { DATA_VERSION_SQL, dataVersionOf, type DataVersionRow } from './data-version.ts';
 import { addressesSql, cappedCountSql, recordsSql, type ListFilter } from './list-sql.ts';
+import { completeHours, hourOf, planWindow, windowRowsSql } from './rollups.ts';
 
 /**
  * Drops the connection and stops its backend's statement. The connection goes back to the pool first: the
@@ -99,11 +100,17 @@ export async function openListSnapshot(pool: pg.Pool, log: Logger, source: Snaps
  */
 async function readList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { filter, rows, limit, count }: ListReadOptions): Promise<ListRows> {
   let matched: number | undefined;
+  /** Records count attacks and ports over the window's rollup rows, from the coarsest complete ones. */
+  let windowRows: string | undefined;
   try {
     if (count || limit !== undefined) {
       const cap = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
       const { rows: counted } = await client.query<{ n: number }>(cappedCountSql(filter, cap));
       matched = counted[0]?.n ?? 0;
+    }
+    if (rows === 'records') {
+      const start = hourOf(filter.since);
+      windowRows = windowRowsSql(planWindow(start, await completeHours(client, start)));
     }
   } catch (err) {
     client.release(true);
@@ -114,7 +121,7 @@ async function readList(pool: pg.Pool, client: pg.PoolClient, log: Logger, { fil
   const source: Readable =
     rows === 'addresses'
       ? client.query(copyTo(`copy (${addressesSql(filter, limit, truncated)}) to stdout`))
-      : client.query(new QueryStream(recordsSql(filter, limit, truncated), [], { batchSize: 2000, highWaterMark: 2000 }));
+      : client.query(new QueryStream(recordsSql(filter, limit, truncated, windowRows), [], { batchSize: 2000, highWaterMark: 2000 }));
   let done = false;
   /** The last stream of the list: the rows, or what they are piped into (pipeTo). */
   let tail: Readable = source;

@@ -1,5 +1,6 @@
-// Retention (docs/data-model.md): raw events and hourly rollups are kept 30 days plus 2 days of margin and
-// dropped a whole daily partition at a time (DROP TABLE, never DELETE); addresses not seen since then go too.
+// Retention (docs/data-model.md): raw events and the rollups are kept 30 days plus 2 days of margin and
+// dropped a whole daily partition at a time (DROP TABLE, never DELETE; the small totals tables by DELETE);
+// addresses not seen since then go too.
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { ATTACK_DATA_LOCK } from '../store/locks.ts';
@@ -28,6 +29,10 @@ export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<R
     await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
     await client.query('delete from ip_hourly_dirty where day < $1::date', [cutoff]);
     const dropped = await client.query<{ n: number }>('select drop_attack_partitions_before($1) as n', [cutoff]);
+    // The rollups of the days whose partitions went: those before the first day kept.
+    const firstKept = new Date(cutoff.getTime() - (cutoff.getTime() % DAY));
+    for (const table of ['attack_totals', 'port_totals']) await client.query(`delete from ${table} where period < $1`, [firstKept]);
+    await client.query('delete from rollup_hours where hour < $1', [firstKept]);
     const removed = await client.query('delete from addresses where last_seen < $1', [cutoff]);
     await client.query('commit');
     return { cutoff, droppedPartitions: dropped.rows[0]?.n ?? 0, removedAddresses: removed.rowCount ?? 0 };

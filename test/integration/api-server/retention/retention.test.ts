@@ -38,7 +38,7 @@ describe('retention', () => {
     }
     const r = await applyRetention(db.pool, NOW);
     // cutoff = NOW - 32 days = day(-32) 12:00: days up to day(-33) have ended; day(-32) has not.
-    expect(r.droppedPartitions).toBe(2 * 8); // day(-40) … day(-33), events and ip_hourly each
+    expect(r.droppedPartitions).toBe(3 * 8); // day(-40) … day(-33), events, ip_hourly and ip_daily each
     const kept = (await partitions('events')).map((n) => n.slice(-8));
     expect(kept[0]).toBe(day(-32).replaceAll('-', ''));
     expect(kept).toHaveLength(33);
