@@ -17,7 +17,7 @@ export npm_config_fund := false
 -include mk/k8s.mk
 -include mk/cluster.mk
 
-.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-live bench-ingest bench-export bench-serve bench-check bench-ship bench-web chart-files test-chart test-e2e e2e-kind
+.PHONY: help run deps system-deps sensor-venvs typecheck lint test test-unit test-integration test-k8s test-browser check clean crds bench-deps bench-controller bench-live bench-ingest bench-export bench-serve bench-check bench-ship bench-web bench-scale chart-files test-chart test-e2e e2e-kind
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort | column -t -s $$'\t'
@@ -68,6 +68,9 @@ check: typecheck lint ## static checks only
 
 bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY, without and with 1,000 exclusions (needs psql, curl)
 	node bench/export.ts
+
+bench-scale: deps bench-deps ## benchmark: a month of 30,000,000 events from 1,000,000 addresses; uncached stats and lists at 24/168/720 h vs COPY, 200 identical cold pulls (ADDRESSES EVENTS ROUNDS HERD HERD_FORMAT)
+	node bench/scale.ts
 
 bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)
 	node bench/serve.ts
