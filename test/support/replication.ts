@@ -42,6 +42,9 @@ export async function startReplicatedStore(log: Logger): Promise<ReplicatedStore
   await ensureDatabaseExists(primaryServer.url, 'blockfeed');
   const primaryUrl = withDatabase(primaryServer.url, 'blockfeed');
   const setup = new pg.Pool({ connectionString: primaryUrl, max: 1 });
+  // end() resolves before the socket has closed, and the primary is stopped right after: its "terminating
+  // connection" reaches the pool's closing client, and a pool without a listener throws it uncaught.
+  setup.on('error', () => undefined);
   try {
     await migrate(setup, log);
     await setup.query('select pg_create_physical_replication_slot($1)', [SLOT]);
@@ -67,8 +70,8 @@ export async function startReplicatedStore(log: Logger): Promise<ReplicatedStore
   const standbyUrl = withDatabase(standbyServer.url, 'blockfeed');
   const primary = new pg.Pool({ connectionString: primaryUrl, max: 2 });
   const standby = new pg.Pool({ connectionString: standbyUrl, max: 2 });
-  // The primary is stopped under these pools: a connection lost while idle, or while the pool is closing it
-  // (the pool's own listener is gone by then), must not be an uncaught error. As the api-server's pools do.
+  // The primary is stopped under these pools: a connection lost while idle or checked out must not be an
+  // uncaught error. As the api-server's pools do.
   for (const pool of [primary, standby]) {
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
