@@ -1,10 +1,25 @@
 // A month of a large sensor network, written straight into the attack tables by SQL (generate_series), not
-// through the ingest: `events` first, then its `ip_hourly` rows aggregated from them as ingest computes them,
-// then one `addresses` row per source from those, with its enrichment. Minutes for 30,000,000 events where
-// the ingest would take hours. The shape is a deep-capture network's:
+// through the ingest: minutes for 30,000,000 events where the ingest would take hours. The events are drawn
+// one address at a time and aggregated as they are drawn, never stored whole:
 //
-// - sources are heavy-tailed: the address index is N·u³ for a uniform u, so the first 0.1% of addresses send
-//   about a tenth of all events and the long tail a handful each; nearly every index is drawn;
+// - `ip_hourly` holds one row per (hour, address) aggregated from every drawn event as ingest and compaction
+//   compute it (hourly.ts, compaction.ts), and `addresses` one row per source from those rows, with its
+//   enrichment; compaction then builds the daily rollups and attack totals from them as it does in service;
+// - `events` holds the raw events of a few hours only (`keptHours`): those a measured request reads raw
+//   (stats counts attacks per port from the events of the hour its window starts in, the rest from
+//   port_totals) and the newest ones (/api/recent). Nothing else reads raw events, so the other hours live
+//   only as their rollups, as if their events had been ingested and aggregated: every drawn event is counted
+//   in `ip_hourly` and in the per-hour port counts, the kept ones are also stored, so the rollups are exactly
+//   what the stored events plus the unstored ones would have produced. Storing all 30,000,000 would take
+//   about 15 GB of disk for rows no measured request reads;
+// - `port_totals` is what compaction builds from events, so for the hours without stored events
+//   `writePortTotals` rewrites it after compaction from the drawn events' counts per (hour, port).
+//
+// The shape is a deep-capture network's:
+//
+// - sources are heavy-tailed: address index k sends E·(((k+1)/N)^⅓ − (k/N)^⅓) events (rounded so that they
+//   sum to E exactly), what drawing each event's address as N·u³ for a uniform u gives on average: the first
+//   0.1% of addresses send about a tenth of all events and the long tail about ten each;
 // - the busiest 1% attack all month, the rest within a period of their own of 1 to 72 hours;
 // - 40% are telescope-only scanners, the rest honeypot attackers also seen by the telescope now and then;
 //   logins (action 1) and, for one attacker in seven, commands (action 2);
@@ -15,14 +30,18 @@
 // Addresses are global IPv4 (first octets from /8s with no never-block space), distinct per index.
 import type pg from 'pg';
 import { SERVICE_PORTS, SERVICES, type Service } from '../common/vocabulary.ts';
+import { MAX_PORTS } from '../api-server/ingest/hourly.ts';
 
 export interface ScaleOptions {
-  /** Distinct source addresses drawn from (nearly all of them get events). */
+  /** Distinct source addresses, every one with events. */
   addresses: number;
+  /** Events drawn in all (counted in the rollups; only those of `keptHours` stored). */
   events: number;
   days: number;
   /** The end of the month (ms). */
   now: number;
+  /** Spans [from, to) (ms) whose raw events are stored in `events`. */
+  keptHours: readonly { from: number; to: number }[];
   /** Progress lines (stderr). */
   progress?: (line: string) => void;
 }
@@ -79,6 +98,20 @@ function day(ms: number): string {
 /** A hash of an integer SQL expression (PostgreSQL's own), as a fraction in [0, 1). */
 const mix = (x: string, salt: number) => `((hashint8((${x})::bigint + ${salt})::bigint + 2147483648)::float8 / 4294967296)`;
 
+/** The events addresses [0, k) send in all: E·(k/N)^⅓, rounded down (so each address's share sums to E). */
+const eventsBefore = (k: string, o: ScaleOptions) => `floor(${o.events}::float8 * power((${k})::float8 / ${o.addresses}, 1::float8 / 3))`;
+
+/** Address ranges [from, to) of about `slice` events each. */
+function addressSlices(o: ScaleOptions, slice: number): [number, number][] {
+  const bounds = [0];
+  for (let e = slice; e < o.events; e += slice) {
+    const k = Math.ceil(o.addresses * (e / o.events) ** 3);
+    if (k > (bounds.at(-1) as number) && k < o.addresses) bounds.push(k);
+  }
+  bounds.push(o.addresses);
+  return bounds.slice(1).map((to, i) => [bounds[i] as number, to]);
+}
+
 export async function buildScaleData(pool: pg.Pool, o: ScaleOptions): Promise<void> {
   const say = o.progress ?? (() => undefined);
   const start = o.now - o.days * 86_400_000;
@@ -88,34 +121,34 @@ export async function buildScaleData(pool: pg.Pool, o: ScaleOptions): Promise<vo
     await client.query('select ensure_attack_partitions($1::date, $2::date)', [day(start - 86_400_000), day(o.now + 2 * 86_400_000)]);
     const sensors = [...Array.from({ length: 30 }, (_, i) => `hp-${String(i + 1).padStart(2, '0')}`), ...Array.from({ length: 10 }, (_, i) => `tel-${String(i + 1).padStart(2, '0')}`)];
     await client.query('insert into sensors (name) select unnest($1::text[]) on conflict do nothing', [sensors]);
+    // Staging: the hourly rows as drawn (by address), and the drawn events' counts per (hour, port).
+    await client.query('create unlogged table scale_hourly (like ip_hourly)');
+    await client.query('create unlogged table scale_port_hours (hour timestamptz not null, port integer not null, attacks bigint not null, service text)');
 
     const { ports, services } = portTable();
     const heavy = Math.max(1, Math.floor(o.addresses / 100));
+    const kept = o.keptHours.map((r) => `(ts >= to_timestamp(${r.from / 1000}) and ts < to_timestamp(${r.to / 1000}))`).join(' or ') || 'false';
+    const serviceArray = textArray(SERVICES);
     const t0 = Date.now();
-    // Events in slices of a million, each one statement (progress, and bounded memory for the planner).
-    const SLICE = 1_000_000;
-    // Without the primary key while loading, then built once: inserting 30,000,000 random keys into it one at
-    // a time costs several times what sorting them once does.
-    await client.query('alter table events drop constraint events_pkey');
-    for (let from = 0; from < o.events; from += SLICE) {
-      const n = Math.min(SLICE, o.events - from);
-      await client.query(`
-        insert into events (ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command)
+    let drawn = 0;
+    // A slice of addresses per statement (about a million events: progress, and bounded memory). An address's
+    // events are all in one slice, so each slice's (hour, address) rows are final.
+    for (const [lo, hi] of addressSlices(o, 1_000_000)) {
+      const { rows } = await client.query<{ n: string }>(`
+        with e as materialized (
         select to_timestamp(${start / 1000} + (${mix('a', 13)} * (${o.days * 24} - span)
-                                                 + least(span, greatest(0, (floor(r1 * sessions) + 0.5) / sessions * span + (r4 - 0.5) * 0.5))) * 3600),
-               gen_random_uuid(),
+                                                 + least(span, greatest(0, (floor(r1 * sessions) + 0.5) / sessions * span + (r4 - 0.5) * 0.5))) * 3600) as ts,
                -- the address: a first octet by index, the rest a bijection of the index on 24 bits
                '0.0.0.0'::inet + ((${intArray(FIRST_OCTETS)})[1 + a % ${FIRST_OCTETS.length}]::bigint * 16777216
-                                  + ((a / ${FIRST_OCTETS.length})::bigint * 40503 % 16777216)),
-               case when slot > 0 then (${intArray(ports)})[slot] else 1 + floor((r3 - 0.98) / 0.02 * 65535)::int end,
-               case when slot > 0 then (${textArray(services)})[slot] end,
-               'tcp',
-               case when telescope then 'telescope' else 'honeypot' end,
+                                  + ((a / ${FIRST_OCTETS.length})::bigint * 40503 % 16777216)) as src_ip,
+               case when slot > 0 then (${intArray(ports)})[slot] else 1 + floor((r3 - 0.98) / 0.02 * 65535)::int end as dst_port,
+               case when slot > 0 then (${textArray(services)})[slot] end as service,
+               case when telescope then 'telescope' else 'honeypot' end as source,
                case when telescope then 'tel-' || lpad((1 + a % 10)::text, 2, '0')
-                    else 'hp-' || lpad((1 + (a + floor(r1 * 3)::int) % 30)::text, 2, '0') end,
+                    else 'hp-' || lpad((1 + (a + floor(r1 * 3)::int) % 30)::text, 2, '0') end as sensor,
                action,
-               case when action = 1 then (${textArray(USERNAMES)})[1 + (g % ${USERNAMES.length})] end,
-               case when action = 2 then (${textArray(COMMANDS)})[1 + (g % ${COMMANDS.length})] end
+               case when action = 1 then (${textArray(USERNAMES)})[1 + ((a + g) % ${USERNAMES.length})] end as username,
+               case when action = 2 then (${textArray(COMMANDS)})[1 + ((a + g) % ${COMMANDS.length})] end as command
         from (
           select g, a, r1, r3, r4, telescope, span, ceil(span / 8) as sessions, action,
                  -- an address's own port takes most of its events, a second one some, any other the rest
@@ -127,31 +160,36 @@ export async function buildScaleData(pool: pg.Pool, o: ScaleOptions): Promise<vo
           from (
             -- a % 5 < 2: a telescope-only scanner; the others reach the telescope one event in seven
             select g, a, r1, r2, r3, r4, a % 5 < 2 or r2 < 0.15 as telescope
-            from (select g, floor(${o.addresses} * power(random(), 3))::int as a, random() as r1, random() as r2, random() as r3, random() as r4
-                  from generate_series(${from + 1}, ${from + n}) g) drawn) actor) sessions) e`);
-      say(`events ${from + n} of ${o.events} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+            from (select g, a, random() as r1, random() as r2, random() as r3, random() as r4
+                  from (select a, (${eventsBefore('a + 1', o)} - ${eventsBefore('a', o)})::int as n
+                        from generate_series(${lo}, ${hi - 1}) a) per_address,
+                       generate_series(1, n) g) draws) actor) sessions) drawn),
+        hourly as (
+          insert into scale_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
+          select date_bin('1 hour', e.ts, timestamptz 'epoch'), e.src_ip, count(*),
+                 coalesce(bit_or(1 << (array_position(${serviceArray}, e.service) - 1)), 0),
+                 bit_or(case e.source when 'honeypot' then 1 else 2 end), max(e.action),
+                 coalesce((array_agg(distinct e.dst_port order by e.dst_port) filter (where e.dst_port is not null))[1:${MAX_PORTS}], '{}'),
+                 array_agg(distinct s.id order by s.id), min(e.ts), max(e.ts)
+          from e join sensors s on s.name = e.sensor
+          group by 1, 2),
+        port_hours as (
+          insert into scale_port_hours (hour, port, attacks, service)
+          select date_bin('1 hour', ts, timestamptz 'epoch'), dst_port, count(*), min(service) from e where dst_port is not null group by 1, 2),
+        stored as (
+          insert into events (ts, id, src_ip, dst_port, service, proto, source, sensor, action, username, command)
+          select ts, gen_random_uuid(), src_ip, dst_port, service, 'tcp', source, sensor, action, username, command
+          from e where ${kept})
+        select count(*)::text as n from e`);
+      drawn += Number(rows[0]?.n);
+      say(`events ${drawn} of ${o.events} drawn, addresses ${hi} of ${o.addresses} (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
     }
+    if (drawn !== o.events) throw new Error(`drew ${drawn} events, not ${o.events}`);
 
-    await client.query('alter table events add constraint events_pkey primary key (ts, id)');
-    say(`events' primary key (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
-
-    // ip_hourly from the events, a day at a time, as the general ingest path computes its rows (writer.ts).
-    const serviceArray = textArray(SERVICES);
-    for (let d = start - 86_400_000; d < o.now + 86_400_000; d += 86_400_000) {
-      const from = day(d);
-      await client.query(`
-        insert into ip_hourly (hour, ip, attacks, services, sources, max_action, ports, sensors, first_seen, last_seen)
-        select date_bin('1 hour', e.ts, timestamptz 'epoch'), e.src_ip, count(*),
-               coalesce(bit_or(1 << (array_position(${serviceArray}, e.service) - 1)), 0),
-               bit_or(case e.source when 'honeypot' then 1 else 2 end), max(e.action),
-               coalesce((array_agg(distinct e.dst_port order by e.dst_port) filter (where e.dst_port is not null))[1:32], '{}'),
-               array_agg(distinct s.id order by s.id), min(e.ts), max(e.ts)
-        from events e join sensors s on s.name = e.sensor
-        where e.ts >= $1::date and e.ts < $1::date + 1
-        group by 1, 2`, [from]);
-    }
+    // In time order, as ingest appends them.
+    await client.query('insert into ip_hourly select * from scale_hourly order by hour, ip');
+    await client.query('drop table scale_hourly');
     say(`ip_hourly (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
-
     // One address per source: its facts from its hourly rows (times to the row's last event, close enough
     // for classification), its enrichment from a hash of the address.
     const countries = weighted(COUNTRY_WEIGHTS);
@@ -185,4 +223,29 @@ export async function buildScaleData(pool: pg.Pool, o: ScaleOptions): Promise<vo
   } finally {
     client.release();
   }
+}
+
+/**
+ * Replaces the port totals compaction built from the stored events with those of every drawn event (after
+ * `compactHourly`), as compaction builds them: per hour, then per day from the hours.
+ */
+export async function writePortTotals(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('delete from port_totals');
+    await client.query(`insert into port_totals (period, hours, port, attacks, service)
+      select hour, 1, port, sum(attacks), min(service) from scale_port_hours group by hour, port`);
+    await client.query(`insert into port_totals (period, hours, port, attacks, service)
+      select date_bin('1 day', period, timestamptz 'epoch'), 24, port, sum(attacks), min(service)
+      from port_totals where hours = 1 group by 1, port`);
+    await client.query('drop table scale_port_hours');
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+  await pool.query('analyze port_totals');
 }

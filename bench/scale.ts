@@ -1,5 +1,6 @@
-// bench/scale: a month of a large sensor network (bench/scale-data.ts, written straight into the tables),
-// its rollups built by compaction, then against the real `blockfeed serve`:
+// bench/scale: a month of a large sensor network (bench/scale-data.ts, written straight into the tables:
+// every event counted in the rollups, only the raw events of the hours a measured request reads stored), its
+// rollups built by compaction, then against the real `blockfeed serve`:
 //
 // 1. uncached (cache off) stats, export txt/json/csv at 24, 168 and 720 hours and dedup at 24 and 168 hours
 //    (its longest window), each beside PostgreSQL's COPY of the same rows (psql \copy to /dev/null; stats
@@ -10,7 +11,8 @@
 //
 // Targets (printed, never asserted): uncached 720-hour json export ≤ 2× COPY of its rows; stats at 720 hours
 // ≤ 1 s; the herd ≤ 1.2× the server CPU of one pull, none failing, memory bounded.
-// Knobs: ADDRESSES (1,000,000), EVENTS (30,000,000), ROUNDS (3), HERD (200), HERD_FORMAT (json).
+// Knobs: ADDRESSES (1,000,000), EVENTS (30,000,000), ROUNDS (3), HERD (200), HERD_FORMAT (json);
+// SERVE_CPU_PROF=dir writes a V8 CPU profile of each of the two herd-phase servers there (node --cpu-prof).
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,16 +29,20 @@ import { ensureDatabaseExists, withDatabase } from '../api-server/store/database
 import { startEmbedded } from '../api-server/store/embedded.ts';
 import { migrate } from '../api-server/store/migrate.ts';
 import { median, requireCommands, startServeChild, timeCommand, type ServeChild } from './harness.ts';
-import { buildScaleData } from './scale-data.ts';
+import { buildScaleData, writePortTotals } from './scale-data.ts';
 
 const ADDRESSES = Number(process.env.ADDRESSES ?? 1_000_000);
 const EVENTS = Number(process.env.EVENTS ?? 30_000_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const HERD = Number(process.env.HERD ?? 200);
 const HERD_FORMAT = process.env.HERD_FORMAT ?? 'json';
+const SERVE_CPU_PROF = process.env.SERVE_CPU_PROF;
 const DAYS = 30;
 const WINDOWS = [24, 168, 720];
+/** Hours of raw events stored from each window's start (the hour stats reads raw moves on as the bench runs), and up to the end. */
+const KEPT_HOURS = 6;
 const TICKS = 100; // clock ticks per second (USER_HZ)
+const HOUR_MS = 3_600_000;
 
 requireCommands('psql', 'curl');
 const say = (line: string) => process.stderr.write(`${line}\n`);
@@ -53,25 +59,34 @@ await ensureDatabaseExists(server.url, 'bench');
 const url = withDatabase(server.url, 'bench');
 const pool = new pg.Pool({ connectionString: url, max: 4 });
 
-/** CPU seconds of a process and its reaped children, plus its live children's (PostgreSQL's backends). */
-async function processTreeCpu(pid: number): Promise<number> {
+/** CPU seconds, user and system. */
+interface Cpu {
+  user: number;
+  system: number;
+}
+
+/** CPU of a process and its reaped children, plus its live children's (PostgreSQL's backends). */
+async function processTreeCpu(pid: number): Promise<Cpu> {
   const stat = async (p: number) => {
     const text = await readFile(`/proc/${p}/stat`, 'utf8');
     return text.slice(text.lastIndexOf(')') + 2).split(' ');
   };
   const own = await stat(pid);
   // Fields after the name, from state (3rd field): utime 14, stime 15, cutime 16, cstime 17 → indexes 11..14.
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  let user = Number(own[11]) + Number(own[13]);
+  let system = Number(own[12]) + Number(own[14]);
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const f = await stat(Number(entry));
-      if (Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+      if (Number(f[1]) !== pid) continue;
+      user += Number(f[11]);
+      system += Number(f[12]);
     } catch {
       /* gone meanwhile */
     }
   }
-  return ticks / TICKS;
+  return { user: user / TICKS, system: system / TICKS };
 }
 
 /** PostgreSQL's postmaster: the parent of every backend, this bench's own included. */
@@ -81,8 +96,23 @@ async function postmasterPid(): Promise<number> {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
-async function serverCpu(serve: ServeChild): Promise<number> {
-  return (await processTreeCpu(serve.child.pid as number)) + (await processTreeCpu(await postmasterPid()));
+/** The server's CPU: blockfeed serve's (user, system) and PostgreSQL's. */
+interface ServerCpu {
+  serve: Cpu;
+  postgres: number;
+}
+
+async function serverCpu(serve: ServeChild): Promise<ServerCpu> {
+  const pgCpu = await processTreeCpu(await postmasterPid());
+  return { serve: await processTreeCpu(serve.child.pid as number), postgres: pgCpu.user + pgCpu.system };
+}
+
+/** What the server spent between two readings: total, and its split. */
+function spent(before: ServerCpu, after: ServerCpu): { total: number; split: string } {
+  const user = after.serve.user - before.serve.user;
+  const system = after.serve.system - before.serve.system;
+  const postgres = after.postgres - before.postgres;
+  return { total: user + system + postgres, split: `serve ${user.toFixed(2)} user + ${system.toFixed(2)} system, PostgreSQL ${postgres.toFixed(2)}` };
 }
 
 function exportQuery(hours: number, format: 'txt' | 'json' | 'csv'): ExportQuery {
@@ -103,7 +133,8 @@ try {
   let t = Date.now();
   // The month ends at the start of this hour: the last hour is the ragged edge read from the hourly rows.
   const now = hourOf(new Date());
-  await buildScaleData(pool, { addresses: ADDRESSES, events: EVENTS, days: DAYS, now, progress: say });
+  const keptHours = [...WINDOWS.map((hours) => now - hours * HOUR_MS), now - KEPT_HOURS * HOUR_MS].map((from) => ({ from, to: from + KEPT_HOURS * HOUR_MS }));
+  await buildScaleData(pool, { addresses: ADDRESSES, events: EVENTS, days: DAYS, now, keptHours, progress: say });
   const built = (Date.now() - t) / 1000;
   t = Date.now();
   await pool.query(`insert into ip_hourly_dirty (day) select generate_series($1::date, $2::date, interval '1 day') on conflict do nothing`, [
@@ -111,16 +142,18 @@ try {
     new Date(now).toISOString().slice(0, 10),
   ]);
   await compactHourly(pool);
+  await writePortTotals(pool);
   await pool.query('analyze');
   const rolled = (Date.now() - t) / 1000;
   const { key } = await createKey(pool, 'enterprise', 'bench');
   const { rows: sizes } = await pool.query<Record<string, string>>(
     `select (select count(*) from addresses)::text as addresses, (select count(*) from ip_hourly)::text as hourly,
+            (select sum(attacks) from ip_hourly)::text as attacks, (select count(*) from events)::text as stored,
             (select count(*) from ip_daily)::text as daily, pg_size_pretty(pg_database_size(current_database())) as size`,
   );
   const size = sizes[0] as Record<string, string>;
   const lines = [
-    `bench/scale: ${EVENTS} events over ${DAYS} days from up to ${ADDRESSES} addresses; ${size.addresses} addresses, ${size.hourly} hourly rows, ${size.daily} daily rows, ${size.size}`,
+    `bench/scale: ${EVENTS} events over ${DAYS} days from ${ADDRESSES} addresses; ${size.addresses} addresses, ${size.attacks} attacks in ${size.hourly} hourly rows, ${size.daily} daily rows, ${size.stored} raw events stored (${KEPT_HOURS} h at each window's start and the end), ${size.size}`,
     `  built in ${built.toFixed(0)} s, rollups (compaction) in ${rolled.toFixed(0)} s; ${ROUNDS} rounds, medians`,
   ];
   for (const line of lines) say(line);
@@ -165,31 +198,33 @@ try {
     for await (const chunk of res.body ?? []) bytes += (chunk as Uint8Array).length;
     return { ok: res.ok, bytes, seconds: (performance.now() - started) / 1000 };
   };
-  const single = await startServeChild(url);
-  let one: { cpu: number; seconds: number; bytes: number; rss: number };
+  const profiled = (name: string): Record<string, string> =>
+    SERVE_CPU_PROF ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${SERVE_CPU_PROF} --cpu-prof-name=${name}.cpuprofile` } : {};
+  const single = await startServeChild(url, profiled('one-pull'));
+  let one: { cpu: { total: number; split: string }; seconds: number; bytes: number; rss: number };
   try {
     const before = await serverCpu(single);
     const r = await pull(single.base);
     if (!r.ok) throw new Error('the single pull failed');
-    one = { cpu: (await serverCpu(single)) - before, seconds: r.seconds, bytes: r.bytes, rss: await single.peakRssMiB() };
+    one = { cpu: spent(before, await serverCpu(single)), seconds: r.seconds, bytes: r.bytes, rss: await single.peakRssMiB() };
   } finally {
     await single.stop();
   }
-  const herdServer = await startServeChild(url);
+  const herdServer = await startServeChild(url, profiled('herd'));
   try {
     const before = await serverCpu(herdServer);
     const results = await Promise.all(
       Array.from({ length: HERD }, () => pull(herdServer.base).catch(() => ({ ok: false, bytes: 0, seconds: Number.NaN }))),
     );
-    const cpu = (await serverCpu(herdServer)) - before;
+    const cpu = spent(before, await serverCpu(herdServer));
     const rss = await herdServer.peakRssMiB();
     const failed = results.filter((r) => !r.ok || r.bytes !== one.bytes).length;
     const times = results.map((r) => r.seconds).filter((s) => !Number.isNaN(s)).sort((a, b) => a - b);
     const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? Number.NaN;
     lines.push(
       `  herd: GET ${herdPath}, cold, ${(one.bytes / 1048576).toFixed(1)} MiB each`,
-      `    one pull:      ${one.seconds.toFixed(2)} s, server CPU ${one.cpu.toFixed(2)} s, serve peak RSS ${one.rss.toFixed(0)} MiB`,
-      `    ${HERD} at once:  p50 ${pct(0.5).toFixed(2)} s, p99 ${pct(0.99).toFixed(2)} s, server CPU ${cpu.toFixed(2)} s = ${(cpu / one.cpu).toFixed(2)}x one pull (target <= 1.2x), failed or short ${failed}, serve peak RSS ${rss.toFixed(0)} MiB`,
+      `    one pull:      ${one.seconds.toFixed(2)} s, server CPU ${one.cpu.total.toFixed(2)} s (${one.cpu.split}), serve peak RSS ${one.rss.toFixed(0)} MiB`,
+      `    ${HERD} at once:  p50 ${pct(0.5).toFixed(2)} s, p99 ${pct(0.99).toFixed(2)} s, server CPU ${cpu.total.toFixed(2)} s = ${(cpu.total / one.cpu.total).toFixed(2)}x one pull (target <= 1.2x) (${cpu.split}), failed or short ${failed}, serve peak RSS ${rss.toFixed(0)} MiB`,
     );
   } finally {
     await herdServer.stop();
