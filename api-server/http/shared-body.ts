@@ -38,7 +38,11 @@ type State = 'streaming' | 'complete' | 'failed';
 const EMPTY = Buffer.alloc(0);
 /** The code of the error a body abandoned by every request ends its read with (not a failure). */
 export const ABANDONED = 'ERR_SHARED_BODY_ABANDONED';
-const MIN_CHUNK = 16 * 1024;
+/**
+ * Every reader pushes every chunk into its own socket: larger chunks mean fewer writes for the kernel and the
+ * stream machinery (200 readers of a 280 MiB list: 16 KiB chunks cost 16 s of system time, 64 KiB 11 s).
+ */
+const MIN_CHUNK = 64 * 1024;
 
 /** What a reader reads from: the shared body. */
 interface ReaderSource {
