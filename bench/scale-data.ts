@@ -31,6 +31,7 @@
 import type pg from 'pg';
 import { SERVICE_PORTS, SERVICES, type Service } from '../common/vocabulary.ts';
 import { MAX_PORTS } from '../api-server/ingest/hourly.ts';
+import { inTransaction } from '../api-server/store/transaction.ts';
 
 export interface ScaleOptions {
   /** Distinct source addresses, every one with events. */
@@ -230,9 +231,7 @@ export async function buildScaleData(pool: pg.Pool, o: ScaleOptions): Promise<vo
  * `compactHourly`), as compaction builds them: per hour, then per day from the hours.
  */
 export async function writePortTotals(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+  await inTransaction(pool, async (client) => {
     await client.query('delete from port_totals');
     await client.query(`insert into port_totals (period, hours, port, attacks, service)
       select hour, 1, port, sum(attacks), min(service) from scale_port_hours group by hour, port`);
@@ -240,12 +239,6 @@ export async function writePortTotals(pool: pg.Pool): Promise<void> {
       select date_bin('1 day', period, timestamptz 'epoch'), 24, port, sum(attacks), min(service)
       from port_totals where hours = 1 group by 1, port`);
     await client.query('drop table scale_port_hours');
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
   await pool.query('analyze port_totals');
 }

@@ -7,6 +7,7 @@
 // lists they cached.
 import type pg from 'pg';
 import { EXCLUSIONS_LOCK } from '../store/locks.ts';
+import { inTransaction } from '../store/transaction.ts';
 
 /** Announced by the exclusions trigger (migration 0010) with the data version; servers drop their cached answers (http/exclusion-changes.ts). */
 export const EXCLUSIONS_CHANNEL = 'blockfeed_exclusions_changed';
@@ -104,21 +105,6 @@ const REQUEST_COLUMNS = 'id, email, network::text as network, reason, status, cr
 
 /** In force now: not removed and not past its `until`. */
 const ACTIVE = '(removed_at is null and (until is null or until > now()))';
-
-async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    const result = await work(client);
-    await client.query('commit');
-    client.release();
-    return result;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    client.release();
-    throw err;
-  }
-}
 
 // ---- exclusions ----------------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { revokeMemberKeys, setMemberKeysTier } from '../keys/store.ts';
+import { inTransaction } from '../store/transaction.ts';
 import { endSessions } from './sessions.ts';
 
 export const MEMBER_STATUSES = ['unverified', 'pending', 'active', 'disabled'] as const;
@@ -158,18 +159,10 @@ export async function activateMember(pool: pg.Pool, id: number): Promise<Member 
 
 /** Moves an account and every key it created to another tier, in one transaction: both move or neither does. */
 export async function setMemberTier(pool: pg.Pool, id: number, tier: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+  await inTransaction(pool, async (client) => {
     await client.query('update members set tier = $2 where id = $1', [id, tier]);
     await setMemberKeysTier(client, id, tier);
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -7,6 +7,7 @@
 // the attack-data lock, so no ingest window appends meanwhile.
 import type pg from 'pg';
 import { ATTACK_DATA_LOCK } from '../store/locks.ts';
+import { inTransaction } from '../store/transaction.ts';
 import { MAX_PORTS } from '../ingest/hourly.ts';
 
 /** Merges the partial rows of the UTC day [$1, $2). */
@@ -73,25 +74,15 @@ export interface CompactionResult {
 export async function compactHourly(pool: pg.Pool): Promise<CompactionResult> {
   const { rows: days } = await pool.query<{ day: string }>(`select to_char(day, 'YYYY-MM-DD') as day from ip_hourly_dirty order by day`);
   let mergedRows = 0;
-  const client = await pool.connect();
-  try {
-    for (const { day } of days) {
-      const start = new Date(`${day}T00:00:00Z`);
-      const end = new Date(start.getTime() + 86_400_000);
-      await client.query('begin');
-      try {
-        await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
-        mergedRows += (await client.query(MERGE_DAY, [start, end])).rowCount ?? 0;
-        for (const sql of BUILD_ROLLUPS) await client.query(sql, sql.includes('$2') ? [start, end] : [start]);
-        await client.query('delete from ip_hourly_dirty where day = $1::date', [day]);
-        await client.query('commit');
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      }
-    }
-  } finally {
-    client.release();
+  for (const { day } of days) {
+    const start = new Date(`${day}T00:00:00Z`);
+    const end = new Date(start.getTime() + 86_400_000);
+    await inTransaction(pool, async (client) => {
+      await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
+      mergedRows += (await client.query(MERGE_DAY, [start, end])).rowCount ?? 0;
+      for (const sql of BUILD_ROLLUPS) await client.query(sql, sql.includes('$2') ? [start, end] : [start]);
+      await client.query('delete from ip_hourly_dirty where day = $1::date', [day]);
+    });
   }
   return { days: days.length, mergedRows };
 }

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { Logger } from '../../common/logging.ts';
 import { ATTACK_DATA_LOCK } from '../store/locks.ts';
+import { inTransaction } from '../store/transaction.ts';
 import { compactHourly, type CompactionResult } from './compaction.ts';
 
 export const RETENTION_DAYS = 30;
@@ -23,9 +24,7 @@ function retentionCutoff(now: Date): Date {
 
 export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<RetentionResult> {
   const cutoff = retentionCutoff(now);
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
+  return inTransaction(pool, async (client) => {
     await client.query('select pg_advisory_xact_lock($1)', [ATTACK_DATA_LOCK]);
     await client.query('delete from ip_hourly_dirty where day < $1::date', [cutoff]);
     const dropped = await client.query<{ n: number }>('select drop_attack_partitions_before($1) as n', [cutoff]);
@@ -34,14 +33,8 @@ export async function applyRetention(pool: pg.Pool, now = new Date()): Promise<R
     for (const table of ['attack_totals', 'port_totals']) await client.query(`delete from ${table} where period < $1`, [firstKept]);
     await client.query('delete from rollup_hours where hour < $1', [firstKept]);
     const removed = await client.query('delete from addresses where last_seen < $1', [cutoff]);
-    await client.query('commit');
     return { cutoff, droppedPartitions: dropped.rows[0]?.n ?? 0, removedAddresses: removed.rowCount ?? 0 };
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**
