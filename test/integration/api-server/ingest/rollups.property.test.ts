@@ -2,7 +2,7 @@
 // a brute-force aggregation over the raw events, for any hour-aligned window.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVICES } from '../../../../common/vocabulary.ts';
+import { SERVICES, serviceOfPort } from '../../../../common/vocabulary.ts';
 import { parseAddress } from '../../../../common/ip.ts';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
 import type { Action } from '../../../../api-server/classify/classification.ts';
@@ -30,7 +30,7 @@ const eventArb = fc
     username: fc.option(fc.constantFrom('root', 'admin'), { nil: null }),
   })
   .map(({ minute, ms, ip, port, telescope, sensor, action, username }): AttackEvent => {
-    const service = port === null ? null : ((SERVICES as readonly string[]).includes('ssh') && port === 22 ? 'ssh' : port === 80 || port === 8080 ? 'web' : port === 445 ? 'smb' : port === 3389 ? 'rdp' : port === 5432 || port === 6379 ? 'db' : port === 23 ? 'telnet' : null);
+    const service = port === null ? null : (serviceOfPort(port) ?? null);
     return withId({
       ts: BASE + minute * 60_000 + ms,
       src: parseAddress(ip) as AttackEvent['src'],

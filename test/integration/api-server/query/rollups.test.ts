@@ -3,15 +3,15 @@
 // them all to be built again; retention drops them with the partitions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sharedEnricher } from '../../../../api-server/enrich/enricher.ts';
-import { parseAddress } from '../../../../common/ip.ts';
 import { reclassify } from '../../../../api-server/enrich/reclassify.ts';
-import { withId, type AttackEvent } from '../../../../api-server/ingest/event.ts';
+import type { AttackEvent } from '../../../../api-server/ingest/event.ts';
 import { EventWriter } from '../../../../api-server/ingest/writer.ts';
 import { completeHours } from '../../../../api-server/query/rollups.ts';
 import { queryHourlyAttacks, queryStats } from '../../../../api-server/query/stats.ts';
 import { compactHourly } from '../../../../api-server/retention/compaction.ts';
 import { applyRetention } from '../../../../api-server/retention/retention.ts';
 import { freshDatabase, type TestDatabase } from '../../../support/db.ts';
+import { sshLogin } from '../../../support/events.ts';
 
 const H = 3_600_000;
 const DAY = 24 * H;
@@ -22,10 +22,7 @@ const FIRST_DAY = MIDNIGHT - 10 * DAY;
 const IPS = ['222.85.85.85', '61.135.169.125', '162.142.125.7'];
 
 function event(ts: number, ip: string, port: number): AttackEvent {
-  return withId({
-    ts, src: parseAddress(ip) as AttackEvent['src'], dstPort: port, service: port === 22 ? 'ssh' : 'web', proto: 'tcp',
-    source: 'honeypot', sensor: 'hp-1', action: 1, username: 'root', command: null,
-  });
+  return sshLogin({ ts, src: ip, dstPort: port, service: port === 22 ? 'ssh' : 'web' });
 }
 
 function tenDays(): AttackEvent[] {
