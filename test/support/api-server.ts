@@ -72,3 +72,21 @@ export function apiOnFreshDatabase(overrides: Partial<Config> = {}): { readonly 
     },
   };
 }
+
+/** A GET with `key` as each API takes it (Bearer on the token API, X-API-Key on the key API); anything but 200 throws. */
+export async function getWithKey(api: Pick<TestApi, 'base'>, key: string, path: string): Promise<string> {
+  const res = await fetch(`${api.base}${path}`, { headers: path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key } });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body.slice(0, 300)}`);
+  return body;
+}
+
+/** The addresses of a list or recent answer in txt, csv or json. */
+export function addressesIn(body: string, format: string): string[] {
+  if (format === 'txt') return body.split('\n').filter(Boolean);
+  if (format === 'json') return (JSON.parse(body) as { data: { ip: string }[] }).data.map((r) => r.ip);
+  const rows = body.split('\r\n').filter(Boolean);
+  const column = rows[0]?.split(',').indexOf('ip') ?? -1;
+  if (column < 0) throw new Error(`a csv answer without an ip column: ${rows[0]}`);
+  return rows.slice(1).map((r) => r.split(',')[column] ?? '');
+}

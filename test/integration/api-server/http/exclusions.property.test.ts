@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addExclusion, listExclusions, removeExclusions, type Exclusion } from '../../../../api-server/exclusions/store.ts';
 import { createKey } from '../../../../api-server/keys/store.ts';
 import { parseAddressOrNetwork } from '../../../../api-server/store/networks.ts';
-import { startApi, type TestApi } from '../../../support/api-server.ts';
+import { addressesIn, getWithKey, startApi, type TestApi } from '../../../support/api-server.ts';
 import { insertAddresses, type FixtureAddress } from '../../../support/attack-fixtures.ts';
 import { freshDatabase, type TestDatabase } from '../../../support/db.ts';
 
@@ -105,19 +105,7 @@ function excludedBy(exclusions: Exclusion[], ip: string, now: number): Exclusion
 
 // ---- the API --------------------------------------------------------------------------------------------------
 
-async function get(path: string): Promise<string> {
-  const res = await fetch(`${api.base}${path}`, { headers: path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key } });
-  const body = await res.text();
-  expect(res.status, `${path}: ${body.slice(0, 300)}`).toBe(200);
-  return body;
-}
-
-function addressesIn(body: string, format: string): string[] {
-  if (format === 'txt') return body.split('\n').filter(Boolean);
-  if (format === 'json') return (JSON.parse(body) as { data: { ip: string }[] }).data.map((r) => r.ip);
-  const rows = body.split('\r\n').filter(Boolean);
-  return rows.slice(1).map((r) => r.split(',')[0] ?? '');
-}
+const get = (path: string) => getWithKey(api, key, path);
 
 interface CheckAnswer {
   ip: string;

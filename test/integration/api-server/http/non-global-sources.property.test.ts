@@ -9,7 +9,7 @@ import ipaddr from 'ipaddr.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NEVER_BLOCK } from '../../../../common/never-block.ts';
 import { publishableSql } from '../../../../api-server/query/list-sql.ts';
-import type { TestApi } from '../../../support/api-server.ts';
+import { addressesIn, getWithKey, type TestApi } from '../../../support/api-server.ts';
 import type { TestDatabase } from '../../../support/db.ts';
 import { startFixtureApi, stopFixtureApi } from '../../../support/api-fixture-set.ts';
 
@@ -84,22 +84,7 @@ beforeAll(async () => {
 });
 afterAll(() => stopFixtureApi(db, api));
 
-async function get(path: string): Promise<string> {
-  const res = await fetch(`${api.base}${path}`, { headers: path.startsWith('/api/honeypot/') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key } });
-  const body = await res.text();
-  expect(res.status, `${path}: ${body.slice(0, 300)}`).toBe(200);
-  return body;
-}
-
-/** The addresses of a list or recent answer, in any format. */
-function addressesIn(body: string, format: string): string[] {
-  if (format === 'txt') return body.split('\n').filter(Boolean);
-  if (format === 'json') return (JSON.parse(body) as { data: { ip: string }[] }).data.map((r) => r.ip);
-  const rows = body.split('\r\n').filter(Boolean);
-  expect(rows[0]?.split(',')).toContain('ip');
-  const column = rows[0]?.split(',').indexOf('ip') ?? 0;
-  return rows.slice(1).map((r) => r.split(',')[column] ?? '');
-}
+const get = (path: string) => getWithKey(api, key, path);
 
 const FORMATS = ['txt', 'csv', 'json'] as const;
 /** Lists that hold every address of the window (research platforms included): they must equal `published`. */
