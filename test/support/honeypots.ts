@@ -3,7 +3,7 @@
 // own, in the lab's sensor namespace (attack-lab.ts), as an unprivileged system user: Cowrie refuses root,
 // and a honeypot is not a program to give it.
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, chown, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -167,7 +167,9 @@ export async function startOpenCanary(o: OpenCanaryOptions): Promise<Honeypot> {
   // What `opencanaryd --dev` runs, without its pid file in /var/run (which only root may write).
   const proc = runAsSensor('opencanary', o.ns, user, dir, env, path.join(home, 'bin/twistd'), ['-noy', path.join(home, 'bin/opencanary.tac'), '--pidfile=']);
   const ports = Object.values(o.ports);
-  await waitWhileRunning('opencanary to listen', [proc], () => listening(o.ns, o.address, ports), 60_000);
+  // Listening is not enough: it logs that it runs once every service is set up (the SSH one loads its keys).
+  const running = async () => (await readFile(log, 'utf8').catch(() => '')).includes('Canary running!!!');
+  await waitWhileRunning('opencanary to listen and run', [proc], async () => (await listening(o.ns, o.address, ports)) && (await running()), 60_000);
   if (!proc.output().includes(`Using config file: ${file}`)) throw new Error(`opencanary did not read ${file}:\n${proc.output()}`);
   return { dir, log, process: proc, stop: () => proc.stop() };
 }

@@ -48,11 +48,22 @@ function childOf(pid: number): number | undefined {
   }
 }
 
-/** Runs a program to its end; resolves with its stdout, rejects with its stderr (or why it could not run). */
+/** A program's failure: its stderr (or why it could not run) and the last lines of its stdout; `stdout` whole. */
+export class ProgramFailed extends Error {
+  readonly stdout: string;
+
+  constructor(message: string, stdout: string) {
+    super(message);
+    this.stdout = stdout;
+  }
+}
+
+/** Runs a program to its end; resolves with its stdout, rejects with a ProgramFailed. */
 export function execFileText(cmd: string, args: readonly string[], { input, timeoutMs = 60_000 }: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.trim() || err.message}`));
+      const lastLines = stdout.trim().split('\n').slice(-8).join('\n');
+      if (err) reject(new ProgramFailed(`${cmd} ${args.join(' ')}: ${stderr.trim() || err.message}${lastLines ? `\nlast lines of stdout:\n${lastLines}` : ''}`, stdout));
       else resolve(stdout);
     });
     child.stdin?.end(input);
