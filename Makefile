@@ -69,7 +69,7 @@ check: typecheck lint ## static checks only
 bench-export: deps bench-deps ## benchmark: uncached /api/export of 1,000,000 addresses vs PostgreSQL's COPY, without and with 1,000 exclusions (needs psql, curl)
 	node bench/export.ts
 
-bench-scale: deps bench-deps ## benchmark: a month of 30,000,000 events from 1,000,000 addresses; uncached stats and lists at 24/168/720 h vs COPY, 200 identical cold pulls (ADDRESSES EVENTS ROUNDS HERD HERD_FORMAT)
+bench-scale: deps bench-deps ## benchmark: a month of 30,000,000 events from 1,000,000 addresses; uncached stats and lists at 24/168/720 h vs COPY, 200 identical cold pulls, gzip and plain (ADDRESSES EVENTS ROUNDS HERD HERD_FORMAT HERD_CODINGS)
 	node bench/scale.ts
 
 bench-serve: deps bench-deps ## benchmark: cached list vs nginx, cached stats vs bare fastify under wrk (needs nginx, wrk)

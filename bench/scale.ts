@@ -6,14 +6,16 @@
 //    (its longest window), each beside PostgreSQL's COPY of the same rows (psql \copy to /dev/null; stats
 //    has no such baseline);
 // 2. 200 identical concurrent pulls of a cold 720-hour export (cache on, fresh server) against one pull on
-//    a fresh server: server CPU (blockfeed serve + PostgreSQL, user + system), p50/p99 latency, failures and
+//    a fresh server, gzip-compressed and as it is: server CPU (blockfeed serve + PostgreSQL, user + system), p50/p99 latency, failures and
 //    the server's peak RSS.
 //
 // Targets (printed, never asserted): uncached 720-hour json export ≤ 2× COPY of its rows; stats at 720 hours
 // ≤ 1 s; the herd ≤ 1.2× the server CPU of one pull, none failing, memory bounded.
-// Knobs: ADDRESSES (1,000,000), EVENTS (30,000,000), ROUNDS (3), HERD (200), HERD_FORMAT (json);
+// Knobs: ADDRESSES (1,000,000), EVENTS (30,000,000), ROUNDS (3), HERD (200), HERD_FORMAT (json),
+// HERD_CODINGS (gzip,identity: a herd for each Accept-Encoding);
 // SERVE_CPU_PROF=dir writes a V8 CPU profile of each of the two herd-phase servers there (node --cpu-prof).
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -36,6 +38,8 @@ const EVENTS = Number(process.env.EVENTS ?? 30_000_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const HERD = Number(process.env.HERD ?? 200);
 const HERD_FORMAT = process.env.HERD_FORMAT ?? 'json';
+/** The Accept-Encoding of the herd's pulls, one herd each: gzip as pulling clients send it, identity for comparison. */
+const HERD_CODINGS = (process.env.HERD_CODINGS ?? 'gzip,identity').split(',');
 const SERVE_CPU_PROF = process.env.SERVE_CPU_PROF;
 const DAYS = 30;
 const WINDOWS = [24, 168, 720];
@@ -189,45 +193,55 @@ try {
     await uncached.stop();
   }
 
-  // 2. The herd: one pull on a fresh server, then HERD identical pulls at once on another fresh server.
+  // 2. The herd, in each coding: one pull on a fresh server, then HERD identical pulls at once on another
+  // fresh server. The pulls count the bytes as sent (node:http does not decompress), as a client that stores
+  // the list would.
   const herdPath = `/api/export?hours=720&format=${HERD_FORMAT}`;
-  const pull = async (base: string) => {
-    const started = performance.now();
-    const res = await fetch(`${base}${herdPath}`, { headers: { 'x-api-key': key } });
-    let bytes = 0;
-    for await (const chunk of res.body ?? []) bytes += (chunk as Uint8Array).length;
-    return { ok: res.ok, bytes, seconds: (performance.now() - started) / 1000 };
-  };
+  const pull = (base: string, coding: string) =>
+    new Promise<{ ok: boolean; bytes: number; seconds: number }>((resolve, reject) => {
+      const started = performance.now();
+      const req = httpGet(`${base}${herdPath}`, { headers: { 'x-api-key': key, 'accept-encoding': coding } }, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        res.on('end', () => resolve({ ok: res.statusCode === 200, bytes, seconds: (performance.now() - started) / 1000 }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+    });
   const profiled = (name: string): Record<string, string> =>
     SERVE_CPU_PROF ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${SERVE_CPU_PROF} --cpu-prof-name=${name}.cpuprofile` } : {};
-  const single = await startServeChild(url, profiled('one-pull'));
-  let one: { cpu: { total: number; split: string }; seconds: number; bytes: number; rss: number };
-  try {
-    const before = await serverCpu(single);
-    const r = await pull(single.base);
-    if (!r.ok) throw new Error('the single pull failed');
-    one = { cpu: spent(before, await serverCpu(single)), seconds: r.seconds, bytes: r.bytes, rss: await single.peakRssMiB() };
-  } finally {
-    await single.stop();
-  }
-  const herdServer = await startServeChild(url, profiled('herd'));
-  try {
-    const before = await serverCpu(herdServer);
-    const results = await Promise.all(
-      Array.from({ length: HERD }, () => pull(herdServer.base).catch(() => ({ ok: false, bytes: 0, seconds: Number.NaN }))),
-    );
-    const cpu = spent(before, await serverCpu(herdServer));
-    const rss = await herdServer.peakRssMiB();
-    const failed = results.filter((r) => !r.ok || r.bytes !== one.bytes).length;
-    const times = results.map((r) => r.seconds).filter((s) => !Number.isNaN(s)).sort((a, b) => a - b);
-    const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? Number.NaN;
-    lines.push(
-      `  herd: GET ${herdPath}, cold, ${(one.bytes / 1048576).toFixed(1)} MiB each`,
-      `    one pull:      ${one.seconds.toFixed(2)} s, server CPU ${one.cpu.total.toFixed(2)} s (${one.cpu.split}), serve peak RSS ${one.rss.toFixed(0)} MiB`,
-      `    ${HERD} at once:  p50 ${pct(0.5).toFixed(2)} s, p99 ${pct(0.99).toFixed(2)} s, server CPU ${cpu.total.toFixed(2)} s = ${(cpu.total / one.cpu.total).toFixed(2)}x one pull (target <= 1.2x) (${cpu.split}), failed or short ${failed}, serve peak RSS ${rss.toFixed(0)} MiB`,
-    );
-  } finally {
-    await herdServer.stop();
+  lines.push(`  herd: GET ${herdPath}, cold`);
+  for (const coding of HERD_CODINGS) {
+    const single = await startServeChild(url, profiled(`one-pull-${coding}`));
+    let one: { cpu: { total: number; split: string }; seconds: number; bytes: number; rss: number };
+    try {
+      const before = await serverCpu(single);
+      const r = await pull(single.base, coding);
+      if (!r.ok) throw new Error(`the single ${coding} pull failed`);
+      one = { cpu: spent(before, await serverCpu(single)), seconds: r.seconds, bytes: r.bytes, rss: await single.peakRssMiB() };
+    } finally {
+      await single.stop();
+    }
+    const herdServer = await startServeChild(url, profiled(`herd-${coding}`));
+    try {
+      const before = await serverCpu(herdServer);
+      const results = await Promise.all(
+        Array.from({ length: HERD }, () => pull(herdServer.base, coding).catch(() => ({ ok: false, bytes: 0, seconds: Number.NaN }))),
+      );
+      const cpu = spent(before, await serverCpu(herdServer));
+      const rss = await herdServer.peakRssMiB();
+      const failed = results.filter((r) => !r.ok || r.bytes !== one.bytes).length;
+      const times = results.map((r) => r.seconds).filter((s) => !Number.isNaN(s)).sort((a, b) => a - b);
+      const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? Number.NaN;
+      lines.push(
+        `    accept-encoding: ${coding}, ${(one.bytes / 1048576).toFixed(1)} MiB each`,
+        `      one pull:      ${one.seconds.toFixed(2)} s, server CPU ${one.cpu.total.toFixed(2)} s (${one.cpu.split}), serve peak RSS ${one.rss.toFixed(0)} MiB`,
+        `      ${HERD} at once:  p50 ${pct(0.5).toFixed(2)} s, p99 ${pct(0.99).toFixed(2)} s, server CPU ${cpu.total.toFixed(2)} s = ${(cpu.total / one.cpu.total).toFixed(2)}x one pull (target <= 1.2x) (${cpu.split}), failed or short ${failed}, serve peak RSS ${rss.toFixed(0)} MiB`,
+      );
+      say(lines.slice(-3).join('\n'));
+    } finally {
+      await herdServer.stop();
+    }
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {

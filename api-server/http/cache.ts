@@ -259,7 +259,8 @@ export class ResponseCache {
     const kept = this.#lru.peek(key)?.dataVersion;
     if (kept && entry.dataVersion && isNewer(kept, entry.dataVersion)) return;
     if (this.#floor && entry.dataVersion && isOlder(entry.dataVersion, this.#floor)) return;
-    const text = entry.body.length <= SMALL_BODY_BYTES ? entry.body.toString('utf8') : undefined;
+    // Text only of text: a compressed body is bytes.
+    const text = entry.body.length <= SMALL_BODY_BYTES && !entry.headers['content-encoding'] ? entry.body.toString('utf8') : undefined;
     this.#lru.set(key, { ...entry, text, lastModified: entry.lastModified ?? entry.generatedAt.toUTCString() }, { ttl: entry.ttlSeconds * 1000 });
   }
 
@@ -391,11 +392,14 @@ export function sendBody(req: FastifyRequest, reply: FastifyReply, visibility: '
   return reply;
 }
 
+/** Headers of a body, not of a 304 that has none. */
+const NOT_IN_304: ReadonlySet<string> = new Set(['content-disposition', 'content-encoding']);
+
 /** 304: the client holds this answer. Its validators and freshness, no body. */
 export function sendNotModified(reply: FastifyReply, visibility: 'public' | 'private', entry: Omit<CachedBody, 'body'>): FastifyReply {
   freshnessHeaders(reply, visibility, entry);
   reply.header('etag', entry.etag);
-  for (const [k, v] of Object.entries(entry.headers)) if (k !== 'content-disposition') reply.header(k, v);
+  for (const [k, v] of Object.entries(entry.headers)) if (!NOT_IN_304.has(k)) reply.header(k, v);
   return reply.code(304).send();
 }
 

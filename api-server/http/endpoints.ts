@@ -29,7 +29,7 @@ import { document, list, type Renderer, type ResponderDeps } from './respond.ts'
 import type { ApiRoute } from './route-config.ts';
 
 /** A row as written: its parameters' static type `Q` ties the schema to what the renderer reads. */
-interface EndpointRow<Q> extends ApiRoute {
+interface EndpointRow<Q> extends Omit<ApiRoute, 'answers'> {
   summary: string;
   params: QuerySchema<Q>;
   render: Renderer<Q>;
@@ -46,6 +46,7 @@ function row<Q>({ render, ...declared }: EndpointRow<Q>): Endpoint {
   if (declared.longPoll && declared.access !== 'key') throw new Error(`${declared.path}: a long poll needs a key (waits are bounded per key)`);
   const endpoint: Endpoint = {
     ...declared,
+    answers: render.answers,
     params: declared.longPoll ? withWait(declared.params) : declared.params,
     // The route validated the query against `params` (defaults applied) before the handler runs.
     respond: (deps, req, reply) => render(deps, endpoint, req.query as Q, req, reply),

@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastif
 import type { ApiMetrics } from './api-metrics.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { asksRevalidation, sendBody, type ResponseCache } from './cache.ts';
+import { codedKey, listCoding } from './content-coding.ts';
 import type { Limiter } from './limits.ts';
 import type { ApiRoute, ApiRouteConfig } from './route-config.ts';
 
@@ -77,7 +78,8 @@ export function routeGuard({ auth, limiter, cache, metrics }: GuardDeps, route: 
      */
     onRequest: (req: FastifyRequest, reply: FastifyReply, done: Next) => {
       if (asksRevalidation(req.headers['cache-control'])) return done();
-      const key = cache.knownKey(req.url);
+      const known = cache.knownKey(req.url);
+      const key = known === undefined || route.answers === 'document' ? known : codedKey(known, listCoding(req.headers['accept-encoding']));
       const hit = key === undefined ? undefined : cache.peek(key, req.headers['if-none-match']);
       if (!hit) return done();
       admit(req, reply, (err) => {

@@ -85,7 +85,7 @@ function schemaAt(schema: TSchema, pointer: string): JsonSchemaLike {
 
 function sendProblem(reply: FastifyReply, p: ProblemInit): FastifyReply {
   // Headers a success path may have set already do not describe a problem.
-  for (const h of ['etag', 'last-modified', 'age', 'content-disposition', 'x-blocklist-truncated', 'x-blocklist-data-changed']) reply.removeHeader(h);
+  for (const h of ['etag', 'last-modified', 'age', 'content-disposition', 'content-encoding', 'x-blocklist-truncated', 'x-blocklist-data-changed']) reply.removeHeader(h);
   reply.code(p.status).type('application/problem+json').header('cache-control', 'no-store');
   if (p.retryAfterSeconds !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(p.retryAfterSeconds))));
   for (const [k, v] of Object.entries(p.headers ?? {})) reply.header(k, v);

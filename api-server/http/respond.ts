@@ -36,6 +36,7 @@ import {
   type CacheLifetimes,
   type ResponseCache,
 } from './cache.ts';
+import { codedKey, codingHeaders, gzipStream, listCoding, type ContentCoding } from './content-coding.ts';
 import { ABANDONED, type SharedBody } from './shared-body.ts';
 import { callerOf, noteHeld, visibility } from './guard.ts';
 import type { LongPolls, WaitOutcome } from './long-poll.ts';
@@ -55,7 +56,10 @@ export interface ResponderDeps extends StorePools {
 }
 
 /** How an endpoint answers its validated query `Q` (defaults applied): list() or document(). */
-export type Renderer<Q> = (deps: ResponderDeps, route: ApiRoute, query: Q, req: FastifyRequest, reply: FastifyReply) => undefined | Promise<FastifyReply>;
+export type Renderer<Q> = ((deps: ResponderDeps, route: ApiRoute, query: Q, req: FastifyRequest, reply: FastifyReply) => undefined | Promise<FastifyReply>) & {
+  /** What it answers with: a list (compressed for clients that accept it, content-coding.ts) or a document. */
+  readonly answers: 'list' | 'document';
+};
 
 /** What every list endpoint's query holds besides its filters. */
 interface ListQuery {
@@ -71,8 +75,17 @@ interface ListQuery {
  * `truncates`: at most LIMITS.exportMaxRecords records, the most severe and most recent (/api/export).
  */
 export function list<Q>(filter: (query: Q, now: Date) => ListFilter, { truncates = false } = {}): Renderer<Q & ListQuery> {
-  return (deps, route, q, req, reply) =>
-    respondList(deps, route, req, reply, { filter: (now) => filter(q, now), format: q.format, hours: q.hours, download: q.download, truncates, wait: q.wait });
+  const render = (deps: ResponderDeps, route: ApiRoute, q: Q & ListQuery, req: FastifyRequest, reply: FastifyReply) =>
+    respondList(deps, route, req, reply, {
+      filter: (now) => filter(q, now),
+      format: q.format,
+      hours: q.hours,
+      download: q.download,
+      truncates,
+      wait: q.wait,
+      coding: listCoding(req.headers['accept-encoding']),
+    });
+  return Object.assign(render, { answers: 'list' as const });
 }
 
 /**
@@ -84,12 +97,13 @@ export function document<Q extends { format: Format; hours?: number }>(
   produce: (pool: pg.Pool, query: Q, now: Date) => Promise<string>,
   { readFrom = 'standbys' }: { readFrom?: 'standbys' | 'primary' } = {},
 ): Renderer<Q> {
-  return (deps, route, q, req, reply) =>
+  const render = (deps: ResponderDeps, route: ApiRoute, q: Q, req: FastifyRequest, reply: FastifyReply) =>
     respondDocument(deps, route, req, reply, {
       hours: q.hours,
       format: q.format,
       produce: (now) => (readFrom === 'primary' ? produce(deps.pool, q, now) : readFromStandbys(deps, (pool) => produce(pool, q, now))),
     });
+  return Object.assign(render, { answers: 'document' as const });
 }
 
 const CONTENT_TYPES: Record<Format, string> = {
@@ -102,11 +116,15 @@ function downloadName(endpoint: string, hours: number, at: Date, format: Format)
   return `blockfeed-${endpoint}-${hours}h-${at.toISOString().slice(0, 10)}.${format}`;
 }
 
-/** `remember`: whether the URL may take the cached-answer fast path (guard.ts) next time. */
-function keyOf(cache: ResponseCache, route: ApiRoute, req: FastifyRequest, remember = true): string {
+/**
+ * `remember`: whether the URL may take the cached-answer fast path (guard.ts) next time. `coding`: a list's
+ * (content-coding.ts); a document is always identity.
+ */
+function keyOf(cache: ResponseCache, route: ApiRoute, req: FastifyRequest, remember = true, coding: ContentCoding = 'identity'): string {
   // URLs carrying a credential are normalized every time rather than remembered. The raw URL alone is
   // unambiguous: no two routes share a path.
-  return cache.normalizedKey(req.url, remember && !/[?&]key=/i.test(req.url), () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
+  const key = cache.normalizedKey(req.url, remember && !/[?&]key=/i.test(req.url), () => cacheKey(route.variant, route.endpoint, req.query as Record<string, unknown>));
+  return codedKey(key, coding);
 }
 
 interface ListRequest {
@@ -118,11 +136,17 @@ interface ListRequest {
   truncates: boolean;
   /** Seconds a long poll may be held. */
   wait?: number;
+  /** How the body is sent: as the client's Accept-Encoding allows. */
+  coding: ContentCoding;
 }
 
 /** Everything but the body of a list's answer: its validators, all known before the list is read. */
 function listAnswer(deps: ResponderDeps, route: ApiRoute, asked: ListRequest, key: string, asOf: Date, version: DataVersionRow) {
-  const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[asked.format], 'x-blocklist-data-changed': version.changedAt.toISOString() };
+  const headers: Record<string, string> = {
+    'content-type': CONTENT_TYPES[asked.format],
+    ...codingHeaders(asked.coding),
+    'x-blocklist-data-changed': version.changedAt.toISOString(),
+  };
   if (asked.download === 1) headers['content-disposition'] = `attachment; filename="${downloadName(route.endpoint, asked.hours, asOf, asked.format)}"`;
   return {
     etag: listEtag({ release: deps.release, dataVersion: version.text, key, asOf }),
@@ -153,7 +177,7 @@ function endedByDesign(err: NodeJS.ErrnoException): boolean {
  */
 async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, retried = false, alone = false): Promise<FastifyReply> {
   // A long poll's URL is never remembered: the fast path would answer it from the cache without waiting.
-  const key = keyOf(deps.cache, route, req, asked.wait === undefined);
+  const key = keyOf(deps.cache, route, req, asked.wait === undefined, asked.coding);
   if (!retried && asked.wait !== undefined && (await holdWhileCurrent(deps, route, req, reply, asked, key, asked.wait))) return reply;
   const held = req.headers['if-none-match'];
   const fresh = asked.wait !== undefined || asksRevalidation(req.headers['cache-control']);
@@ -238,9 +262,11 @@ async function makeList(
   // This request reads the list as every other one does; its client going away ends the read only when
   // no other request reads it or waits for it.
   const own = notModified ? undefined : made.reader();
-  pipeline(stream.body, made.sink(), (err) => {
+  const ended = (err: NodeJS.ErrnoException | null) => {
     if (err && !endedByDesign(err)) deps.log.warn({ err: { message: err.message } }, 'list stream failed');
-  });
+  };
+  if (asked.coding === 'gzip') pipeline(stream.body, gzipStream(), made.sink(), ended);
+  else pipeline(stream.body, made.sink(), ended);
   if (!own) {
     made.release();
     return sendNotModified(reply, visibility(route), answer);

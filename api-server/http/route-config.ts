@@ -30,4 +30,9 @@ export interface ApiRoute extends ApiRouteConfig {
    * required: a waiter is not something an anonymous client may make the server hold.
    */
   longPoll?: boolean;
+  /**
+   * What its answers are, from its renderer: lists go out gzip-compressed to clients that accept it, under a
+   * cache key of their own (content-coding.ts); documents always as they are.
+   */
+  answers: 'list' | 'document';
 }
