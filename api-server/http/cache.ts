@@ -300,11 +300,10 @@ export class ResponseCache {
   }
 
   /**
-   * Starts the shared body of the list answered under `key`: identical requests join it until it ends
-   * (unless `joinable` is false: a fresh answer, made for its own request), and it becomes the cache entry
-   * when it fits one. Memory: at most an entry's bound per list being made.
+   * Starts the shared body of the list answered under `key`: identical requests join it until it ends, and
+   * it becomes the cache entry when it fits one. Memory: at most an entry's bound per list being made.
    */
-  startList(key: string, joinable = true): SharedBody<AnswerMeta> {
+  startList(key: string): SharedBody<AnswerMeta> {
     const generation = this.#generation;
     const body: SharedBody<AnswerMeta> = new SharedBody<AnswerMeta>({
       keepBytes: this.#lru ? this.maxEntryBytes : 0,
@@ -317,7 +316,7 @@ export class ResponseCache {
         if (this.#lists.get(key) === body) this.#lists.delete(key);
       },
     });
-    if (joinable) this.#lists.set(key, body);
+    this.#lists.set(key, body);
     return body;
   }
 

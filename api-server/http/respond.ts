@@ -12,7 +12,7 @@ import type { Format } from '../../common/vocabulary.ts';
 import type { Logger } from '../../common/logging.ts';
 import { LIMITS } from '../../common/vocabulary.ts';
 import type { ListFilter } from '../query/list-sql.ts';
-import { readDataVersion, sameVersion, type DataVersionRow } from '../query/data-version.ts';
+import { isNewer, readDataVersion, sameVersion, type DataVersion, type DataVersionRow } from '../query/data-version.ts';
 import { listInstant } from '../query/lists.ts';
 import { openListSource } from '../query/list-source.ts';
 import { readListBody } from '../render/list-body.ts';
@@ -158,6 +158,9 @@ function listAnswer(deps: ResponderDeps, route: ApiRoute, asked: ListRequest, ke
   };
 }
 
+/** The code a shared list fails with when its request found it in the cache, current: not a failure. */
+const FROM_CACHE = 'ERR_LIST_ANSWERED_FROM_CACHE';
+
 /** Whether a list stream ended by design (its reader went, or no request wanted it any more), not by a failure. */
 function endedByDesign(err: NodeJS.ErrnoException): boolean {
   return err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === ABANDONED;
@@ -170,15 +173,22 @@ function endedByDesign(err: NodeJS.ErrnoException): boolean {
  * read at that version; else the list is read (once per query and data version, then cached). Without it a
  * cached copy serves for its lifetime. A HEAD reads no list: its validators are known without it.
  *
- * A list read from the store is shared: a request that is not fresh and finds the identical request's list
- * being made answers from it (request coalescing, docs/http-api.md "Identical requests"), and the one making
- * it makes it for every identical request meanwhile. `retried`: this request already waited for an answer
- * that failed, or that was older than the list its client holds (`alone`: then it makes its own).
+ * A list read from the store is shared: a request that finds the identical request's list being made answers
+ * from it (request coalescing, docs/http-api.md "Identical requests"), and the one making it makes it for
+ * every identical request meanwhile; a fresh request only from a list of the current data version or a later
+ * one (so long polls woken by one change read the list once). `retried`: this request already waited for an
+ * answer that failed, or that was older than the list its client holds or than the data it must be made of
+ * (`alone`: then it makes its own).
  */
 async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, retried = false, alone = false): Promise<FastifyReply> {
   // A long poll's URL is never remembered: the fast path would answer it from the cache without waiting.
   const key = keyOf(deps.cache, route, req, asked.wait === undefined, asked.coding);
-  if (!retried && asked.wait !== undefined && (await holdWhileCurrent(deps, route, req, reply, asked, key, asked.wait))) return reply;
+  let atLeast: DataVersion | undefined;
+  if (!retried && asked.wait !== undefined) {
+    const held = await holdWhileCurrent(deps, route, req, reply, asked, key, asked.wait);
+    if (held === 'answered') return reply;
+    atLeast = held.atLeast;
+  }
   const held = req.headers['if-none-match'];
   const fresh = asked.wait !== undefined || asksRevalidation(req.headers['cache-control']);
   // Not a copy older than the list the client holds (ResponseCache.peek).
@@ -202,16 +212,15 @@ async function respondList(deps: ResponderDeps, route: ApiRoute, req: FastifyReq
     if (etagMatches(held, answer.etag)) return sendNotModified(reply, visibility(route), answer);
     return sendHead(reply, visibility(route), answer);
   }
-  // A fresh answer needs the current data version: it joins no list begun before it asked.
-  const shared = fresh || alone ? undefined : deps.cache.listInFlight(key);
+  const shared = alone ? undefined : deps.cache.listInFlight(key);
   if (shared) {
     if (!retried) deps.cache.countLookup(route.endpoint, 'coalesced');
-    return joinList(deps, route, req, reply, asked, shared, retried);
+    // A fresh answer needs the current data version: it joins a list of that version or a later one.
+    const floor = fresh ? (atLeast ?? (await readDataVersion(deps.pool))) : undefined;
+    return joinList(deps, route, req, reply, asked, shared, retried, floor);
   }
-  // Only a body no other request may join can be answered from `cached` (below): one that is not fresh had
-  // no cached copy. Without one this is a miss, counted now (whatever the store takes to answer).
   if (!cached && !retried) deps.cache.countLookup(route.endpoint, false);
-  const made = deps.cache.startList(key, !fresh);
+  const made = deps.cache.startList(key);
   try {
     return await makeList(deps, route, req, reply, asked, { key, asOf, cached, made, counted: retried || !cached });
   } catch (err) {
@@ -233,7 +242,8 @@ async function makeList(
   // that must be left out now.
   const snapshot = await openListSource(deps, deps.log, heldListVersion(held), deps.cache.floor);
   if (cached?.dataVersion && sameVersion(cached.dataVersion, snapshot.dataVersion)) {
-    made.release();
+    // The body is not made: requests that joined it look in the cache again.
+    made.fail(Object.assign(new Error('answered from the cache'), { code: FROM_CACHE }));
     await snapshot.close();
     if (!counted) deps.cache.countLookup(route.endpoint, true);
     return sendBody(req, reply, visibility(route), cached);
@@ -280,7 +290,16 @@ async function makeList(
  * failure before this request's answer began is retried once: its next try makes the list, or joins the
  * identical request that does. A list older than the one the client holds is not for it: it makes its own.
  */
-async function joinList(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, shared: SharedBody<AnswerMeta>, retried: boolean): Promise<FastifyReply> {
+async function joinList(
+  deps: ResponderDeps,
+  route: ApiRoute,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  asked: ListRequest,
+  shared: SharedBody<AnswerMeta>,
+  retried: boolean,
+  atLeast: DataVersion | undefined,
+): Promise<FastifyReply> {
   const gone = new AbortController();
   const hangUp = () => gone.abort();
   reply.raw.once('close', hangUp);
@@ -292,8 +311,9 @@ async function joinList(deps: ResponderDeps, route: ApiRoute, req: FastifyReques
       gone.abort();
       return sendNotModified(reply, visibility(route), meta);
     }
-    if (holdsNewer(req.headers['if-none-match'], meta)) {
-      // Read on a standby that lagged: older than the list this client holds, which it would take back.
+    if (holdsNewer(req.headers['if-none-match'], meta) || (atLeast && meta.dataVersion && isNewer(atLeast, meta.dataVersion))) {
+      // Read on a standby that lagged, or begun before the change a fresh answer must hold: older than the list
+      // this client holds (which it would take back) or than the data it asked for.
       gone.abort();
       return await respondList(deps, route, req, reply, asked, true, true);
     }
@@ -312,6 +332,8 @@ async function joinList(deps: ResponderDeps, route: ApiRoute, req: FastifyReques
         return reply;
     }
   } catch (err) {
+    // Answered from the cache by the request making it: this one looks again.
+    if ((err as NodeJS.ErrnoException).code === FROM_CACHE && !gone.signal.aborted) return respondList(deps, route, req, reply, asked, true);
     if (retried || gone.signal.aborted) throw err;
     return respondList(deps, route, req, reply, asked, true);
   } finally {
@@ -324,13 +346,21 @@ async function joinList(deps: ResponderDeps, route: ApiRoute, req: FastifyReques
  * version — of any minute, so the minute turning wakes nobody — the request is held until the version moves
  * (then the caller answers with the new list) or the wait ends, the server closes or the client leaves (then
  * 304: the client's list is still made of the current data). Otherwise nothing is held: the caller answers
- * now. Only data versions are compared while waiting: no list is read. True when it has answered (a reply is
- * a thenable, so it is not what this resolves with).
+ * now. Only data versions are compared while waiting: no list is read. `answered` when it has; else the data
+ * version the caller's answer must be made of at least.
  */
-async function holdWhileCurrent(deps: ResponderDeps, route: ApiRoute, req: FastifyRequest, reply: FastifyReply, asked: ListRequest, key: string, seconds: number): Promise<boolean> {
+async function holdWhileCurrent(
+  deps: ResponderDeps,
+  route: ApiRoute,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  asked: ListRequest,
+  key: string,
+  seconds: number,
+): Promise<'answered' | { atLeast: DataVersion }> {
   const current = await readDataVersion(deps.pool);
   const held = heldListEtag(req.headers['if-none-match'], (asOf) => listEtag({ release: deps.release, dataVersion: current.text, key, asOf }));
-  if (!held) return false;
+  if (!held) return { atLeast: current };
   const caller = callerOf(req);
   // Long polls are on routes that require a key (endpoints.ts): the guard admitted a key or nobody.
   if (caller?.kind !== 'key') throw new Error(`a long poll on ${route.path} without a key`);
@@ -347,9 +377,9 @@ async function holdWhileCurrent(deps: ResponderDeps, route: ApiRoute, req: Fasti
     reply.raw.removeListener('close', onClose);
     noteHeld(req, Date.now() - started);
   }
-  if (outcome.kind === 'changed') return false;
+  if (outcome.kind === 'changed') return { atLeast: outcome.version };
   sendNotModified(reply, visibility(route), listAnswer(deps, route, asked, key, held.asOf, current));
-  return true;
+  return 'answered';
 }
 
 /**

@@ -3,7 +3,8 @@
 // the others arrive; how many of the api-server's statements wait behind the lock is how many answers are
 // being made. Then the lock goes, and every request gets the same bytes — kept whole (a cache entry) or
 // shared live (a list larger than an entry may be) — and a client that leaves takes nobody's answer with it.
-// A first answer that fails is not shared: the others try once more themselves.
+// A first answer that fails is not shared: the others try once more themselves. A request for the current
+// data joins only a list made of it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../../api-server/config.ts';
 import { createKey } from '../../../../api-server/keys/store.ts';
@@ -142,6 +143,51 @@ describe('identical requests, the answer kept whole', () => {
     expect(answers.map((a) => a.status)).toEqual(Array(N - 1).fill(200));
     expect(new Set(answers.map((a) => a.body)).size).toBe(1);
     expect(answers[0]?.body.split('\r\n').filter(Boolean)).toHaveLength(20_002);
+  });
+});
+
+describe('identical requests for the current data (Cache-Control: no-cache, long polls)', () => {
+  const s = served();
+
+  /**
+   * A plain request for `path` waits in the store (every list statement reads the exclusions, locked here),
+   * `between` runs, then a request for the current data arrives; `fresh` resolves once it is placed (joined,
+   * or making its own). Then the lock goes. Resolves with both bodies.
+   */
+  async function plainThenFresh(path: string, between: () => Promise<void>, placed: () => Promise<boolean>) {
+    const locker = await s.db.pool.connect();
+    const get = (headers: Record<string, string>) => fetch(`${s.api.base}${path}`, { headers: { 'x-api-key': s.key, ...headers } }).then((r) => r.text());
+    try {
+      await locker.query('begin');
+      await locker.query('lock table exclusions in access exclusive mode');
+      const plain = get({});
+      await until('the plain request waits in the store', async () => (await waitingStatements(s)) === 1);
+      await between();
+      const fresh = get({ 'cache-control': 'no-cache' });
+      await until('the fresh request is placed', placed);
+      await locker.query('rollback');
+      return { plain: await plain, fresh: await fresh };
+    } finally {
+      // A no-op after the rollback above; without it (a check failed) the lock would outlive the test.
+      await locker.query('rollback');
+      locker.release();
+    }
+  }
+
+  it('joins a list being made of the data it asks for', async () => {
+    const coalesced = await lookups(s, 'dedup', 'coalesced');
+    const { plain, fresh } = await plainThenFresh('/api/dedup?hours=46', async () => undefined, async () => (await lookups(s, 'dedup', 'coalesced')) === coalesced + 1);
+    expect(fresh).toBe(plain);
+  });
+
+  it('makes its own when the list being made was begun before a change', async () => {
+    const { plain, fresh } = await plainThenFresh(
+      '/api/dedup?hours=45',
+      () => insertAddresses(s.db.pool, [{ ip: '203.0.113.99', honeypot: 1, services: { ssh: 1 }, country: 'DE', attacks: 3 }]),
+      async () => (await waitingStatements(s)) === 2,
+    );
+    expect(plain).not.toContain('203.0.113.99\n');
+    expect(fresh).toContain('203.0.113.99\n');
   });
 });
 

@@ -1,8 +1,9 @@
 // Long polls on the lists (wait=, docs/http-api.md "Live lists"), on real servers and a real PostgreSQL: a
 // held request is answered when a write commits — through the push route, on this server or another process on
 // the same database — and not before; at the wait's end it is a 304; the minute turning wakes nobody; a bad
-// wait is a 400 naming it; the bounds on waits per key and per server hold; a HEAD reads no list; and a
-// request that asks for fresh data is not answered from a cached copy of older data.
+// wait is a 400 naming it; the bounds on waits per key and per server hold; a HEAD reads no list; polls woken
+// by one change read the list once; and a request that asks for fresh data is not answered from a cached copy
+// of older data.
 import { get } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,12 @@ async function heldPolls(base: string): Promise<number> {
   return Number(/^blockfeed_long_polls(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
+/** List answers the api-server has made from the store. */
+async function listReads(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return [...text.matchAll(/^blockfeed_list_reads_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
 /** Resolves once the server holds `n` long polls (the poll has reached its wait, so what follows must wake it). */
 async function untilHeld(base: string, n: number): Promise<void> {
   for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
@@ -95,6 +102,22 @@ describe('long polls (wait=)', () => {
     expect(answer.body).toContain('198.51.100.21\n');
     console.log(`long poll answered ${answer.at - acknowledged} ms after the push was acknowledged`);
     expect(await heldPolls(api.base)).toBe(0);
+  });
+
+  it('woken together by one change, read the new list once and all get it', async () => {
+    // LIST itself: the answer they share becomes its cached copy, current for the tests that follow.
+    const list = LIST;
+    const clients = await Promise.all(Array.from({ length: 6 }, async (_, i) => (await createKey(db.pool, 'enterprise', `cluster ${i}`)).key));
+    const first = await request(api.base, list);
+    const polls = clients.map((k) => request(api.base, `${list}&wait=45`, { 'if-none-match': first.etag }, 'GET', k));
+    await untilHeld(api.base, clients.length);
+    const reads = await listReads(api.base);
+    await push(api.base, '198.51.100.26');
+    const answers = await Promise.all(polls);
+    expect(answers.map((a) => a.status)).toEqual(Array(clients.length).fill(200));
+    expect(new Set(answers.map((a) => a.etag)).size).toBe(1);
+    expect(answers[0]?.body).toContain('198.51.100.26\n');
+    expect(await listReads(api.base)).toBe(reads + 1);
   });
 
   it('answer 304 with the client ETag when the wait ends and nothing changed', async () => {
