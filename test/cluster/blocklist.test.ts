@@ -6,13 +6,14 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, NetworkingV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachClient, execInPod, podReady, podReport, splitImage, startCluster, type Client, type Cluster, type RequestResult } from '../support/cluster.ts';
 import { CHART, helmWithValues } from '../support/helm.ts';
 import { eventually } from '../support/k8s.ts';
 import { NODE } from '../support/node.ts';
 import { startManaged, type ManagedProcess } from '../support/processes.ts';
+import { startProtectedWeb } from '../support/protected-web.ts';
 
 const RELEASE = 'blockfeed';
 const SYSTEM = 'blockfeed';
@@ -134,42 +135,9 @@ describe('blockfeed on a real cluster', () => {
     expect(apiKey).toMatch(/^bf_/);
 
     // The workload the subscription protects, and the key its feed uses.
-    await core.createNamespace({ body: { metadata: { name: PROTECTED, labels: { 'blockfeed.dev/protect': 'true' } } } });
     await core.createNamespace({ body: { metadata: { name: SUBSCRIPTIONS } } });
     await core.createNamespacedSecret({ namespace: SUBSCRIPTIONS, body: { metadata: { name: 'blockfeed-key' }, stringData: { apiKey } } });
-    await cluster.kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
-      namespace: PROTECTED,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          selector: { matchLabels: { app: 'web' } },
-          template: {
-            metadata: { labels: { app: 'web' } },
-            spec: {
-              securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
-              containers: [
-                {
-                  name: 'httpd',
-                  image: cluster.images.busybox,
-                  imagePullPolicy: 'Never',
-                  command: ['sh', '-c', 'echo protected > /www/index.html && exec httpd -f -p 8080 -h /www'],
-                  ports: [{ containerPort: 8080 }],
-                  readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-                  volumeMounts: [{ name: 'www', mountPath: '/www' }],
-                },
-              ],
-              volumes: [{ name: 'www', emptyDir: {} }],
-            },
-          },
-        },
-      },
-    });
-    const web = await eventually(
-      async () => (await core.listNamespacedPod({ namespace: PROTECTED, labelSelector: 'app=web' })).items.find(podReady),
-      120_000,
-      'the web workload Ready',
-    );
-    workloadIp = web.status?.podIP ?? '';
+    workloadIp = await startProtectedWeb(cluster, PROTECTED);
     expect(workloadIp).toMatch(/^10\.244\./);
 
     // Before any subscription, every client is answered: the path from each of them works.

@@ -11,12 +11,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, NetworkingV1Api } from '@kubernetes/client-node';
-import { attachClient, execInPod, podReady, podReport, splitImage, startCluster, type Client, type Cluster } from './cluster.ts';
+import { CoreV1Api, CustomObjectsApi, NetworkingV1Api } from '@kubernetes/client-node';
+import { attachClient, execInPod, podReport, splitImage, startCluster, type Client, type Cluster } from './cluster.ts';
 import { CHART, helmWithValues } from './helm.ts';
 import { eventually } from './k8s.ts';
 import { NODE } from './node.ts';
 import { startManaged } from './processes.ts';
+import { startProtectedWeb } from './protected-web.ts';
 
 export const RELEASE = 'blockfeed';
 /** The release's namespace: the api-server, the controller, the database and Cowrie. */
@@ -127,36 +128,9 @@ async function installChart(cluster: Cluster, core: CoreV1Api, log: (line: strin
   log(`helm install --wait (api-server, controller, database, Cowrie with its shipper): ${Date.now() - t0} ms`);
 }
 
-/** busybox httpd in PROTECTED, published on WEB_NODE_PORT with externalTrafficPolicy: Local; its pod's address. */
+/** busybox httpd in PROTECTED (protected-web.ts), published on WEB_NODE_PORT with externalTrafficPolicy: Local; its pod's address. */
 async function startWorkload(cluster: Cluster, core: CoreV1Api): Promise<string> {
-  await core.createNamespace({ body: { metadata: { name: PROTECTED, labels: { 'blockfeed.dev/protect': 'true' } } } });
-  await cluster.kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
-    namespace: PROTECTED,
-    body: {
-      metadata: { name: 'web' },
-      spec: {
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: {
-            securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
-            containers: [
-              {
-                name: 'httpd',
-                image: cluster.images.busybox,
-                imagePullPolicy: 'Never',
-                command: ['sh', '-c', 'echo protected > /www/index.html && exec httpd -f -p 8080 -h /www'],
-                ports: [{ name: 'http', containerPort: 8080 }],
-                readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-                volumeMounts: [{ name: 'www', mountPath: '/www' }],
-              },
-            ],
-            volumes: [{ name: 'www', emptyDir: {} }],
-          },
-        },
-      },
-    },
-  });
+  const address = await startProtectedWeb(cluster, PROTECTED);
   await core.createNamespacedService({
     namespace: PROTECTED,
     body: {
@@ -164,8 +138,7 @@ async function startWorkload(cluster: Cluster, core: CoreV1Api): Promise<string>
       spec: { type: 'NodePort', externalTrafficPolicy: 'Local', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 'http', nodePort: WEB_NODE_PORT }] },
     },
   });
-  const web = await eventually(async () => (await core.listNamespacedPod({ namespace: PROTECTED, labelSelector: 'app=web' })).items.find(podReady), 120_000, 'the web workload Ready');
-  return web.status?.podIP ?? '';
+  return address;
 }
 
 /**
